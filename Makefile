@@ -1,0 +1,40 @@
+# trio-mcp developer entry points. Every target that needs the environment builds it first,
+# so each works on a fresh clone. The project is installed strict-editable every time
+# (a new module is never missed, and mypy sees the real package layout).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+
+.PHONY: setup test lint typecheck pytest fmt clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+setup: $(PY)
+	$(PIP) install --quiet -e '.[test]' --config-settings editable_mode=strict
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+pytest: setup
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+fmt: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis

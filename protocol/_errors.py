@@ -1,0 +1,415 @@
+"""The one error tree of trio-mcp.
+
+Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
+
+    McpError
+    ├── ConfigError                      the configuration is wrong (names the file and key path)
+    │   └── McpTransportConfigError      a server's transport settings are wrong or unknown
+    ├── TransportError                   bytes could not be moved
+    │   ├── ConnectError                 spawn or connect failed
+    │   │   └── ConnectTimeout           ... within connect_timeout (also a TimeoutError)
+    │   └── TransportClosed              the peer went away
+    │       └── ServerDisconnected       what a waiting call sees when its connection ends
+    ├── ProtocolError                    abstract: never raised as such
+    │   ├── LocalProtocolError           we tried something illegal in this state
+    │   └── RemoteProtocolError          the peer sent something invalid
+    │       ├── InvalidMessage           a message did not decode; names the JSON path at fault
+    │       ├── FrameTooLarge            a frame exceeded the configured maximum
+    │       └── UnsupportedVersion       the server answered a protocol revision we refuse
+    ├── CallError                        one call failed; carries server, method, request_id
+    │   ├── RpcError                     the server answered with a JSON-RPC error
+    │   │   ├── ParseError               -32700
+    │   │   ├── InvalidRequest           -32600
+    │   │   ├── MethodNotFound           -32601
+    │   │   ├── InvalidParams            -32602
+    │   │   ├── InternalError            -32603
+    │   │   ├── ResourceNotFound         -32002 (and -32602 for resources/read from 2026-07-28)
+    │   │   ├── HeaderMismatch           -32020
+    │   │   ├── MissingClientCapability  -32021
+    │   │   ├── UnsupportedProtocolVersion  -32022
+    │   │   └── UrlElicitationRequired   -32042
+    │   ├── CallTimeout                  no answer within the call's timeout (also a TimeoutError)
+    │   ├── ToolNotFound                 no registered tool has that name
+    │   └── ToolExecutionError           the tool ran and reported isError (raise_for_error())
+    ├── ServerUnavailable                the server is not READY (says its state and next attempt)
+    └── RuntimeClosed                    the runtime handle was used after it closed
+
+Rules: errors are raised with a message that says what to do; foreign exceptions (OSError,
+httpx, cattrs) are mapped at one place per boundary with ``raise ... from exc``; a tool error
+reported by the server in its result (``isError: true``) is data, not an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+__all__ = [
+    "CallError",
+    "CallTimeout",
+    "ConfigError",
+    "ConnectError",
+    "ConnectTimeout",
+    "FrameTooLarge",
+    "HeaderMismatch",
+    "InternalError",
+    "InvalidMessage",
+    "InvalidParams",
+    "InvalidRequest",
+    "LocalProtocolError",
+    "McpError",
+    "McpTransportConfigError",
+    "MethodNotFound",
+    "MissingClientCapability",
+    "ParseError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "ResourceNotFound",
+    "RpcError",
+    "RuntimeClosed",
+    "ServerDisconnected",
+    "ServerUnavailable",
+    "ToolExecutionError",
+    "ToolNotFound",
+    "TransportClosed",
+    "TransportError",
+    "UnsupportedProtocolVersion",
+    "UnsupportedVersion",
+    "UrlElicitationRequired",
+]
+
+
+class McpError(Exception):
+    """Base class of every error trio-mcp raises on purpose."""
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+class ConfigError(McpError):
+    """The configuration is invalid.
+
+    ``problems`` lists every problem found (a file with several problems reports all of them at
+    once); each is a ``(location, message)`` pair where the location names the file and key path.
+    """
+
+    def __init__(self, message: str, *, problems: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+class McpTransportConfigError(ConfigError):
+    """A server's transport settings are wrong: both or neither of url and command, or an unknown
+    transport type."""
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class TransportError(McpError):
+    """Bytes or messages could not be moved to or from the server."""
+
+
+class ConnectError(TransportError):
+    """The server could not be started or connected to."""
+
+
+class ConnectTimeout(ConnectError, TimeoutError):
+    """Starting or connecting to the server (spawn or TCP, plus the handshake) took too long."""
+
+
+class TransportClosed(TransportError):
+    """The connection ended: the peer closed it, crashed, or we closed it."""
+
+
+class ServerDisconnected(TransportClosed):
+    """The connection of a call ended before its answer arrived.
+
+    ``sent`` says whether the request had been written before the connection ended. A call that
+    was never sent is safe to retry; one that was sent has an unknown outcome and trio-mcp never
+    re-sends it on its own.
+    """
+
+    def __init__(self, message: str, *, server: str | None = None, sent: bool = False) -> None:
+        super().__init__(message)
+        self.server = server
+        self.sent = sent
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+class ProtocolError(McpError):
+    """A protocol rule was broken. Abstract: raise one of its two subclasses."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ProtocolError:
+        if cls is ProtocolError:
+            raise TypeError(
+                "ProtocolError is abstract: raise LocalProtocolError or RemoteProtocolError"
+            )
+        return super().__new__(cls, *args, **kwargs)
+
+
+class LocalProtocolError(ProtocolError):
+    """We tried to do something the protocol does not allow in the current state (a bug on our side
+    or in the host's use of the API)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something the protocol does not allow.
+
+    ``path`` names the JSON path at fault when it is known, such as
+    ``$.result.tools[3].inputSchema``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class InvalidMessage(RemoteProtocolError):
+    """A message did not decode into the shape the protocol requires.
+
+    ``errors`` holds one line per problem, each ending in ``@ <json path>``.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, errors: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(message, path=path)
+        self.errors = errors
+
+
+class FrameTooLarge(RemoteProtocolError):
+    """A frame (a stdio line, an SSE event) grew past the configured maximum.
+
+    The reader stops buffering at the limit, so memory stays bounded. Raise the limit in the
+    server's configuration (``max_frame_bytes``) if the server legitimately sends bigger messages.
+    """
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class UnsupportedVersion(RemoteProtocolError):
+    """The server answered with a protocol revision this client does not speak."""
+
+    def __init__(self, message: str, *, requested: str, answered: str) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.answered = answered
+
+
+# --------------------------------------------------------------------------- calls
+
+
+class CallError(McpError):
+    """One call failed. ``server``, ``method`` and ``request_id`` say which, when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.method = method
+        self.request_id = request_id
+
+
+class RpcError(CallError):
+    """The server answered a request with a JSON-RPC error object.
+
+    :meth:`from_error` picks the most specific subclass for the code.
+    """
+
+    #: The JSON-RPC code this subclass stands for (``None`` on the generic class).
+    code_value: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int,
+        data: Any = None,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.code = code
+        self.data = data
+
+    def __str__(self) -> str:
+        where = f" from {self.server!r}" if self.server else ""
+        what = f" to {self.method}" if self.method else ""
+        return f"JSON-RPC error {self.code}{where}{what}: {self.args[0] if self.args else ''}"
+
+    @classmethod
+    def from_error(
+        cls,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> RpcError:
+        """Build the most specific :class:`RpcError` for a JSON-RPC error object."""
+        klass: type[RpcError] = _BY_CODE.get(code, RpcError)
+        if (
+            code == -32602
+            and method == "resources/read"
+            and klass is InvalidParams
+            and isinstance(data, Mapping)
+            and "uri" in data
+        ):
+            # From 2026-07-28 a missing resource is -32602 with data.uri.
+            klass = ResourceNotFound
+        return klass(
+            message, code=code, data=data, server=server, method=method, request_id=request_id
+        )
+
+
+class ParseError(RpcError):
+    """-32700: the server could not parse what we sent."""
+
+    code_value = -32700
+
+
+class InvalidRequest(RpcError):
+    """-32600: the server says our message was not a valid request."""
+
+    code_value = -32600
+
+
+class MethodNotFound(RpcError):
+    """-32601: the server does not implement the method (or did not declare the capability)."""
+
+    code_value = -32601
+
+
+class InvalidParams(RpcError):
+    """-32602: the server rejected the parameters (unknown tool, bad arguments, bad cursor...)."""
+
+    code_value = -32602
+
+
+class InternalError(RpcError):
+    """-32603: the server failed internally."""
+
+    code_value = -32603
+
+
+class ResourceNotFound(RpcError):
+    """The resource does not exist (-32002 before 2026-07-28; -32602 with ``data.uri`` after)."""
+
+    code_value = -32002
+
+
+class HeaderMismatch(RpcError):
+    """-32020: an HTTP header did not match the request body (2026-07-28)."""
+
+    code_value = -32020
+
+
+class MissingClientCapability(RpcError):
+    """-32021: the server needs a client capability the request did not declare (2026-07-28).
+
+    ``data["requiredCapabilities"]`` says which.
+    """
+
+    code_value = -32021
+
+
+class UnsupportedProtocolVersion(RpcError):
+    """-32022: the server does not support the protocol revision of the request.
+
+    ``data["supported"]`` lists the revisions it does support.
+    """
+
+    code_value = -32022
+
+
+class UrlElicitationRequired(RpcError):
+    """-32042: the server needs the user to complete URL elicitations first (2025-11-25 only).
+
+    ``data["elicitations"]`` lists them.
+    """
+
+    code_value = -32042
+
+
+_BY_CODE: dict[int, type[RpcError]] = {
+    klass.code_value: klass
+    for klass in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        ResourceNotFound,
+        HeaderMismatch,
+        MissingClientCapability,
+        UnsupportedProtocolVersion,
+        UrlElicitationRequired,
+    )
+    if klass.code_value is not None
+}
+
+
+class CallTimeout(CallError, TimeoutError):
+    """No answer arrived within the call's timeout. The server was told to cancel the request."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        timeout: float,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.timeout = timeout
+
+
+class ToolNotFound(CallError):
+    """No registered tool has that name (it may have been withdrawn, or never registered)."""
+
+
+class ToolExecutionError(CallError):
+    """The tool ran and reported a failure in its result (``isError: true``).
+
+    Raised only by ``result.raise_for_error()``; a call returns such results as data.
+    """
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+class ServerUnavailable(McpError):
+    """The server cannot take calls now. ``state`` names its state; ``next_attempt_at`` (trio
+    clock) says when the next connection attempt is due, if one is scheduled."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        state: str | None = None,
+        next_attempt_at: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.state = state
+        self.next_attempt_at = next_attempt_at
+
+
+class RuntimeClosed(McpError):
+    """The runtime was closed; open a new one to make calls."""

@@ -1,0 +1,71 @@
+"""The wheel holds every module of the three layers under the one ``trio_mcp`` namespace.
+
+setuptools silently drops a package that is not listed in ``[tool.setuptools] packages`` (a nested
+folder, say), so this builds the real wheel and compares its file list with the source tree.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERS = ("protocol", "transports", "actors")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("trio_mcp-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel_names(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return set(zf.namelist())
+
+
+def source_modules() -> set[str]:
+    return {
+        f"trio_mcp/{layer}/{path.relative_to(ROOT / layer).as_posix()}"
+        for layer in LAYERS
+        for path in (ROOT / layer).rglob("*.py")
+    }
+
+
+def test_every_module_is_in_the_wheel(wheel_names: set[str]) -> None:
+    missing = source_modules() - wheel_names
+    assert not missing, f"modules missing from the wheel: {sorted(missing)}"
+
+
+def test_layers_are_flat() -> None:
+    nested = [p for layer in LAYERS for p in (ROOT / layer).iterdir() if p.is_dir()]
+    nested = [p for p in nested if p.name != "__pycache__"]
+    assert not nested, f"layers must stay flat (setuptools drops unlisted packages): {nested}"
+
+
+def test_wheel_is_typed_and_claims_no_generic_top_level(wheel_names: set[str]) -> None:
+    for layer in LAYERS:
+        assert f"trio_mcp/{layer}/py.typed" in wheel_names
+    top_level = {name.split("/", 1)[0] for name in wheel_names}
+    assert top_level & set(LAYERS) == set()
+    assert "trio_mcp" in top_level
+
+
+def test_console_script_is_declared(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = zf.read(name).decode()
+    assert "[console_scripts]" in text
+    assert "trio-mcp = trio_mcp.actors._cli:main" in text

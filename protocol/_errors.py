@@ -190,6 +190,10 @@ class FrameTooLarge(RemoteProtocolError):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message)
         self.limit = limit
+        #: Frames that were complete before the oversized one in the same chunk (NDJSON).
+        self.frames_before: list[bytes] = []
+        #: Events that were complete before the oversized one in the same chunk (SSE).
+        self.events_before: list[Any] = []
 
 
 class UnsupportedVersion(RemoteProtocolError):

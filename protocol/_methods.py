@@ -1,0 +1,391 @@
+"""What goes with each MCP method: parameter and result types, direction and revisions.
+
+The four tables map a method name to its :class:`MethodSpec`. The ``decode_*`` functions turn
+the ``params`` or ``result`` of a JSON-RPC message into the wire types of :mod:`._types`, and
+:func:`encode` turns a wire object back into JSON-ready values. Decoding failures raise
+:class:`InvalidMessage` naming the wire path at fault (``$.result.tools[3].inputSchema``).
+
+``decode_result`` dispatches on the 2026-07-28 ``resultType``: absent or ``"complete"`` gives the
+method's result type, ``"input_required"`` an :class:`InputRequiredResult` (only for
+``tools/call``, ``resources/read`` and ``prompts/get``), ``"task"`` the tasks extension's
+:class:`ExtCreateTaskResult` (only for ``tools/call``); any other value is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from . import _types as t
+from ._codec import structure, unstructure
+from ._errors import InvalidMessage, LocalProtocolError
+
+__all__ = [
+    "CLIENT_NOTIFICATIONS",
+    "CLIENT_REQUESTS",
+    "INPUT_REQUIRED_METHODS",
+    "REVISIONS",
+    "SERVER_NOTIFICATIONS",
+    "SERVER_REQUESTS",
+    "SKILLS_EXTENSION",
+    "TASKS_EXTENSION",
+    "TASK_RESULT_METHODS",
+    "WIRE_TYPES",
+    "Direction",
+    "MethodSpec",
+    "decode_notification",
+    "decode_params",
+    "decode_result",
+    "encode",
+    "request_spec",
+]
+
+#: Every protocol revision, oldest first. Revision strings are dates, so they compare in order.
+REVISIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+
+#: The identifier of the tasks extension (2026-07-28: ``tasks/get|update|cancel``).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+#: The identifier of the skills extension (``skills/list``, ``skills/get``,
+#: ``resources/directory/read``).
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
+
+#: The methods whose result may be ``resultType: "input_required"`` (MRTR, 2026-07-28).
+INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+#: The methods whose result may be ``resultType: "task"`` (tasks extension).
+TASK_RESULT_METHODS: frozenset[str] = frozenset({"tools/call"})
+
+_LEGACY_LAST = "2025-11-25"
+_MODERN = "2026-07-28"
+
+
+class Direction(StrEnum):
+    """Who sends a request or notification."""
+
+    CLIENT_TO_SERVER = "client->server"
+    SERVER_TO_CLIENT = "server->client"
+
+
+def _check_revision(instance: MethodSpec, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value not in REVISIONS:
+        raise ValueError(f"{attribute.name}={value!r} is not a known revision: {REVISIONS}")
+
+
+@attrs.frozen(kw_only=True)
+class MethodSpec:
+    """What goes with one method in one direction.
+
+    ``params`` is the parameter type and ``result`` the result type (``None`` for a
+    notification); each is a class or, where the wire shape has variants, a union that
+    ``structure`` accepts. ``since`` and ``until`` are the first and last revision (inclusive)
+    with the method, ``until`` ``None`` meaning "still current". ``extension`` names the
+    extension that must be negotiated to use the method (from 2026-07-28 for tasks; always for
+    skills). Construction fails with ``ValueError`` for an unknown revision string.
+    """
+
+    method: str
+    params: Any
+    result: Any
+    direction: Direction
+    since: str = attrs.field(validator=_check_revision)
+    until: str | None = attrs.field(default=None, validator=_check_revision)
+    extension: str | None = None
+
+    def available_in(self, version: str) -> bool:
+        """Whether the method exists in protocol revision ``version`` (extension negotiation
+        aside)."""
+        return self.since <= version and (self.until is None or version <= self.until)
+
+
+def _table(direction: Direction, *rows: tuple[Any, ...]) -> Mapping[str, MethodSpec]:
+    specs: dict[str, MethodSpec] = {}
+    for method, params, result, since, until, *rest in rows:
+        specs[method] = MethodSpec(
+            method=method,
+            params=params,
+            result=result,
+            direction=direction,
+            since=since,
+            until=until,
+            extension=rest[0] if rest else None,
+        )
+    return MappingProxyType(specs)
+
+
+_C2S = Direction.CLIENT_TO_SERVER
+_S2C = Direction.SERVER_TO_CLIENT
+_FIRST = REVISIONS[0]
+
+#: Requests the client sends to the server.
+CLIENT_REQUESTS: Mapping[str, MethodSpec] = _table(
+    _C2S,
+    ("initialize", t.InitializeRequestParams, t.InitializeResult, _FIRST, _LEGACY_LAST),
+    ("ping", t.RequestParams, t.EmptyResult, _FIRST, _LEGACY_LAST),
+    ("server/discover", t.RequestParams, t.DiscoverResult, _MODERN, None),
+    ("tools/list", t.PaginatedRequestParams, t.ListToolsResult, _FIRST, None),
+    ("tools/call", t.CallToolRequestParams, t.CallToolResult, _FIRST, None),
+    ("resources/list", t.PaginatedRequestParams, t.ListResourcesResult, _FIRST, None),
+    (
+        "resources/templates/list",
+        t.PaginatedRequestParams,
+        t.ListResourceTemplatesResult,
+        _FIRST,
+        None,
+    ),
+    ("resources/read", t.ReadResourceRequestParams, t.ReadResourceResult, _FIRST, None),
+    ("resources/subscribe", t.SubscribeRequestParams, t.EmptyResult, _FIRST, _LEGACY_LAST),
+    ("resources/unsubscribe", t.UnsubscribeRequestParams, t.EmptyResult, _FIRST, _LEGACY_LAST),
+    ("prompts/list", t.PaginatedRequestParams, t.ListPromptsResult, _FIRST, None),
+    ("prompts/get", t.GetPromptRequestParams, t.GetPromptResult, _FIRST, None),
+    ("completion/complete", t.CompleteRequestParams, t.CompleteResult, _FIRST, None),
+    ("logging/setLevel", t.SetLevelRequestParams, t.EmptyResult, _FIRST, _LEGACY_LAST),
+    ("tasks/get", t.TaskRequestParams, t.AnyGetTaskResult, _LEGACY_LAST, None, TASKS_EXTENSION),
+    ("tasks/result", t.TaskRequestParams, t.GetTaskPayloadResult, _LEGACY_LAST, _LEGACY_LAST),
+    ("tasks/list", t.PaginatedRequestParams, t.ListTasksResult, _LEGACY_LAST, _LEGACY_LAST),
+    (
+        "tasks/cancel",
+        t.TaskRequestParams,
+        t.AnyCancelTaskResult,
+        _LEGACY_LAST,
+        None,
+        TASKS_EXTENSION,
+    ),
+    ("tasks/update", t.UpdateTaskRequestParams, t.EmptyResult, _MODERN, None, TASKS_EXTENSION),
+    (
+        "subscriptions/listen",
+        t.SubscriptionsListenRequestParams,
+        t.SubscriptionsListenResult,
+        _MODERN,
+        None,
+    ),
+    ("skills/list", t.PaginatedRequestParams, t.SkillsListResult, _FIRST, None, SKILLS_EXTENSION),
+    ("skills/get", t.SkillsGetRequestParams, t.SkillsGetResult, _FIRST, None, SKILLS_EXTENSION),
+    (
+        "resources/directory/read",
+        t.ReadDirectoryRequestParams,
+        t.ReadDirectoryResult,
+        _FIRST,
+        None,
+        SKILLS_EXTENSION,
+    ),
+)
+
+#: Requests the server sends to the client (up to 2025-11-25; from 2026-07-28 the server asks
+#: through :class:`InputRequiredResult` instead).
+SERVER_REQUESTS: Mapping[str, MethodSpec] = _table(
+    _S2C,
+    ("ping", t.RequestParams, t.EmptyResult, _FIRST, _LEGACY_LAST),
+    ("roots/list", t.RequestParams, t.ListRootsResult, _FIRST, _LEGACY_LAST),
+    (
+        "sampling/createMessage",
+        t.CreateMessageRequestParams,
+        t.CreateMessageResult,
+        _FIRST,
+        _LEGACY_LAST,
+    ),
+    ("elicitation/create", t.ElicitRequestParams, t.ElicitResult, "2025-06-18", _LEGACY_LAST),
+    ("tasks/get", t.TaskRequestParams, t.GetTaskResult, _LEGACY_LAST, _LEGACY_LAST),
+    ("tasks/result", t.TaskRequestParams, t.GetTaskPayloadResult, _LEGACY_LAST, _LEGACY_LAST),
+    ("tasks/list", t.PaginatedRequestParams, t.ListTasksResult, _LEGACY_LAST, _LEGACY_LAST),
+    ("tasks/cancel", t.TaskRequestParams, t.CancelTaskResult, _LEGACY_LAST, _LEGACY_LAST),
+)
+
+#: Notifications the server sends to the client.
+SERVER_NOTIFICATIONS: Mapping[str, MethodSpec] = _table(
+    _S2C,
+    ("notifications/cancelled", t.CancelledNotificationParams, None, _FIRST, None),
+    ("notifications/progress", t.ProgressNotificationParams, None, _FIRST, None),
+    ("notifications/message", t.LoggingMessageNotificationParams, None, _FIRST, None),
+    ("notifications/resources/updated", t.ResourceUpdatedNotificationParams, None, _FIRST, None),
+    ("notifications/resources/list_changed", t.NotificationParams, None, _FIRST, None),
+    ("notifications/tools/list_changed", t.NotificationParams, None, _FIRST, None),
+    ("notifications/prompts/list_changed", t.NotificationParams, None, _FIRST, None),
+    (
+        "notifications/elicitation/complete",
+        t.ElicitationCompleteNotificationParams,
+        None,
+        _LEGACY_LAST,
+        _LEGACY_LAST,
+    ),
+    (
+        "notifications/tasks/status",
+        t.TaskStatusNotificationParams,
+        None,
+        _LEGACY_LAST,
+        _LEGACY_LAST,
+    ),
+    ("notifications/tasks", t.DetailedTask, None, _MODERN, None, TASKS_EXTENSION),
+    (
+        "notifications/subscriptions/acknowledged",
+        t.SubscriptionsAcknowledgedNotificationParams,
+        None,
+        _MODERN,
+        None,
+    ),
+)
+
+#: Notifications the client sends to the server.
+CLIENT_NOTIFICATIONS: Mapping[str, MethodSpec] = _table(
+    _C2S,
+    ("notifications/initialized", t.NotificationParams, None, _FIRST, _LEGACY_LAST),
+    ("notifications/cancelled", t.CancelledNotificationParams, None, _FIRST, None),
+    ("notifications/progress", t.ProgressNotificationParams, None, _FIRST, _LEGACY_LAST),
+    ("notifications/roots/list_changed", t.NotificationParams, None, _FIRST, _LEGACY_LAST),
+    (
+        "notifications/tasks/status",
+        t.TaskStatusNotificationParams,
+        None,
+        _LEGACY_LAST,
+        _LEGACY_LAST,
+    ),
+)
+
+
+def request_spec(method: str) -> MethodSpec:
+    """The :class:`MethodSpec` of request ``method``, from :data:`CLIENT_REQUESTS` or else
+    :data:`SERVER_REQUESTS`. Raises :class:`LocalProtocolError` for an unknown method."""
+    spec = CLIENT_REQUESTS.get(method) or SERVER_REQUESTS.get(method)
+    if spec is None:
+        raise LocalProtocolError(f"no wire type for method {method!r}")
+    return spec
+
+
+def decode_params(method: str, params: Mapping[str, Any] | None, *, path: str = "$.params") -> Any:
+    """Decode the ``params`` of a request (either direction) into its wire type.
+
+    Absent params decode like ``{}`` (so a method whose parameters are all optional gets an
+    instance with defaults, and one with required parameters names the missing field). Raises
+    :class:`LocalProtocolError` for a method with no wire type (the session answers such a
+    request with "method not found") and :class:`InvalidMessage` for params of the wrong shape.
+    """
+    spec = request_spec(method)
+    return structure({} if params is None else params, spec.params, path=path)
+
+
+def decode_notification(
+    method: str, params: Mapping[str, Any] | None, *, path: str = "$.params"
+) -> Any:
+    """Decode the ``params`` of a notification (either direction) into its wire type.
+
+    An unknown notification is not an error (a newer peer may send new ones): its raw params
+    are returned as they are (``{}`` if absent). Raises :class:`InvalidMessage` for params of a
+    known notification that have the wrong shape.
+    """
+    spec = SERVER_NOTIFICATIONS.get(method) or CLIENT_NOTIFICATIONS.get(method)
+    if spec is None:
+        return {} if params is None else params
+    return structure({} if params is None else params, spec.params, path=path)
+
+
+def _invalid(method: str, problem: str, path: str) -> InvalidMessage:
+    return InvalidMessage(
+        f"invalid {method} result: {problem} @ {path}", path=path, errors=(f"{problem} @ {path}",)
+    )
+
+
+def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.result") -> Any:
+    """Decode the ``result`` of a request ``method`` into its wire type, by ``resultType``.
+
+    - absent or ``"complete"``: the method's result type. A 2025-11-25 task-augmented
+      ``tools/call`` answer (``task`` and no ``content``, no ``resultType``) gives a
+      :class:`CreateTaskResult`.
+    - ``"input_required"``: an :class:`InputRequiredResult`, for ``tools/call``,
+      ``resources/read`` and ``prompts/get`` only, and only with ``inputRequests`` or
+      ``requestState``.
+    - ``"task"``: the tasks extension's :class:`ExtCreateTaskResult`, for ``tools/call`` only
+      (whether the extension was negotiated is the session's check).
+
+    Anything else raises :class:`InvalidMessage` naming ``<path>.resultType``; a result of the
+    wrong shape raises :class:`InvalidMessage` naming the field at fault. An unknown method
+    raises :class:`LocalProtocolError` (we never send a request we cannot decode).
+    """
+    spec = request_spec(method)
+    if not isinstance(result, dict):
+        raise _invalid(method, "expected an object", path)
+    result_type = result.get("resultType")
+    type_path = f"{path}.resultType"
+    if result_type is None or result_type == "complete":
+        if (
+            result_type is None
+            and method == "tools/call"
+            and "task" in result
+            and "content" not in result
+        ):
+            return structure(result, t.CreateTaskResult, path=path)
+        return structure(result, spec.result, path=path)
+    if not isinstance(result_type, str):
+        raise _invalid(method, "resultType must be a string", type_path)
+    if result_type == "input_required":
+        if method not in INPUT_REQUIRED_METHODS:
+            raise _invalid(
+                method,
+                "resultType 'input_required' is only allowed for tools/call, resources/read"
+                " and prompts/get",
+                type_path,
+            )
+        answer = structure(result, t.InputRequiredResult, path=path)
+        if answer.input_requests is None and answer.request_state is None:
+            raise _invalid(
+                method, "an input_required result needs inputRequests or requestState", path
+            )
+        return answer
+    if result_type == "task":
+        if method not in TASK_RESULT_METHODS:
+            raise _invalid(
+                method,
+                "resultType 'task' is only allowed for tools/call (tasks extension)",
+                type_path,
+            )
+        return structure(result, t.ExtCreateTaskResult, path=path)
+    raise _invalid(
+        method,
+        f"unknown resultType {result_type!r} (expected 'complete', 'input_required' or 'task')",
+        type_path,
+    )
+
+
+def encode(obj: Any) -> dict[str, Any]:
+    """Encode a wire object (params, result, content...) as a JSON-ready ``dict``.
+
+    Optional fields that are ``None`` are left out; unknown keys kept in ``extra`` are written
+    back. Raises ``TypeError`` if ``obj`` does not encode to a JSON object.
+    """
+    out = unstructure(obj)
+    if not isinstance(out, dict):
+        raise TypeError(f"{type(obj).__name__} does not encode to a JSON object")
+    return out
+
+
+def _wire_types() -> Mapping[str, Any]:
+    table: dict[str, Any] = {
+        name: value
+        for name in t.__all__
+        if attrs.has(value := getattr(t, name)) and isinstance(value, type)
+    }
+    table.update(
+        {
+            # Unions, under their schema names.
+            "ContentBlock": t.ContentBlock,
+            "SamplingMessageContentBlock": t.SamplingContent,
+            "ResourceContents": t.ResourceContents,
+            "ElicitRequestParams": t.ElicitRequestParams,
+            "InputRequest": t.InputRequest,
+            "InputResponse": t.InputResponse,
+            "InputRequests": Mapping[str, t.InputRequest],
+            "InputResponses": Mapping[str, t.InputResponse],
+            # The name of ResourceTemplateReference up to 2025-03-26.
+            "ResourceReference": t.ResourceTemplateReference,
+        }
+    )
+    return MappingProxyType(dict(sorted(table.items())))
+
+
+#: Schema type name (as in ``schema.ts``, such as ``"CallToolResult"`` or
+#: ``"ElicitRequestURLParams"``) -> the class, or for a union name the union form, to pass to
+#: ``structure``. Every wire class of ``_types`` is listed under its own name.
+WIRE_TYPES: Mapping[str, Any] = _wire_types()

@@ -1,0 +1,703 @@
+"""JSON-RPC 2.0 for MCP: envelopes, parsing, serialising, ids and request correlation.
+
+This is the per-message hot path, so it is written by hand (no cattrs): :func:`classify` turns a
+decoded JSON value into one of four envelope classes with plain ``dict`` checks, and
+:func:`serialize` writes compact UTF-8 JSON. Params and results stay plain JSON objects here;
+``_methods`` decodes them into wire types.
+
+:class:`JsonRpcConnection` is the client side's correlation machine in the h11 manner: it does no
+I/O and knows no clock. Feed it the messages that arrive (:meth:`~JsonRpcConnection.receive`)
+and it says what they mean as events; ask it for the messages to send and it keeps track of what
+is in flight. Losing the connection is an event too (:meth:`~JsonRpcConnection.connection_lost`),
+after which the machine refuses to be used again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Final, TypeAlias
+
+import attrs
+
+from ._errors import InvalidMessage, LocalProtocolError, RemoteProtocolError
+
+__all__ = [
+    "CANCELLED_NOTIFICATION",
+    "ConnectionStatistics",
+    "ErrorObject",
+    "ErrorReceived",
+    "ErrorResponse",
+    "Event",
+    "IdAllocator",
+    "JsonRpcConnection",
+    "Message",
+    "Notification",
+    "NotificationReceived",
+    "Request",
+    "RequestFailed",
+    "RequestId",
+    "RequestReceived",
+    "Response",
+    "ResponseReceived",
+    "UnexpectedResponse",
+    "classify",
+    "encode_message",
+    "parse_message",
+    "serialize",
+]
+
+RequestId: TypeAlias = int | str
+
+#: The method of the notification that cancels a request.
+CANCELLED_NOTIFICATION: Final = "notifications/cancelled"
+
+_EXCERPT_CHARS: Final = 80
+
+
+# --------------------------------------------------------------------------- envelopes
+
+
+@attrs.frozen(kw_only=True)
+class Request:
+    """A JSON-RPC request: a call that expects exactly one response with the same ``id``."""
+
+    id: RequestId
+    method: str
+    params: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Notification:
+    """A JSON-RPC notification: a one-way message, never answered."""
+
+    method: str
+    params: Mapping[str, Any] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ErrorObject:
+    """The ``error`` member of an error response.
+
+    ``has_data`` tells an absent ``data`` member from ``"data": null``; it defaults to
+    ``data is not None``, so pass ``has_data=True`` only to send an explicit ``null``.
+    """
+
+    code: int
+    message: str
+    data: Any = None
+    has_data: bool = attrs.field()
+
+    @has_data.default
+    def _has_data_default(self) -> bool:
+        return self.data is not None
+
+
+@attrs.frozen(kw_only=True)
+class Response:
+    """A successful JSON-RPC response. MCP results are always JSON objects."""
+
+    id: RequestId
+    result: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ErrorResponse:
+    """A JSON-RPC error response. ``id`` is ``None`` when the peer could not read the request's
+    id (a parse error, for example)."""
+
+    id: RequestId | None
+    error: ErrorObject
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _invalid(problem: str, path: str) -> InvalidMessage:
+    return InvalidMessage(
+        f"invalid JSON-RPC message: {problem} @ {path}", path=path, errors=(f"{problem} @ {path}",)
+    )
+
+
+def _request_id(obj: dict[str, Any], path: str) -> RequestId:
+    value = obj["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise _invalid(f"an id must be a string or an integer, got {_kind(value)}", f"{path}.id")
+
+
+def classify(obj: Any, *, path: str = "$") -> Message:
+    """Turn one decoded JSON value into the JSON-RPC envelope it is.
+
+    The kind is decided by which of ``method``, ``id``, ``result`` and ``error`` are present:
+    ``method`` with ``id`` is a :class:`Request`, ``method`` alone a :class:`Notification`,
+    ``result`` a :class:`Response` and ``error`` an :class:`ErrorResponse`. Unknown top-level keys
+    are ignored. ``path`` is the JSON path of ``obj`` (``$[2]`` inside a batch).
+
+    Raises :class:`InvalidMessage` whose ``path`` names the offending member when ``obj`` is not a
+    JSON-RPC 2.0 message as MCP uses them: not an object, ``jsonrpc`` other than ``"2.0"``, an id
+    that is not a string or an integer (only an error response may have a null or absent id),
+    ``params`` or ``result`` that is not an object, an error without an integer ``code`` and a
+    string ``message``, or a mix of request and response members.
+    """
+    if type(obj) is not dict:
+        raise _invalid(f"expected a JSON-RPC message object, got {_kind(obj)}", path)
+    if obj.get("jsonrpc") != "2.0":
+        if "jsonrpc" not in obj:
+            raise _invalid('"jsonrpc": "2.0" is missing', f"{path}.jsonrpc")
+        raise _invalid(f'"jsonrpc" must be "2.0", got {_short(obj["jsonrpc"])}', f"{path}.jsonrpc")
+
+    if "method" in obj:
+        method = obj["method"]
+        if type(method) is not str:
+            raise _invalid(f"method must be a string, got {_kind(method)}", f"{path}.method")
+        if "result" in obj or "error" in obj:
+            member = "result" if "result" in obj else "error"
+            raise _invalid(
+                f"a message with a method cannot also carry {member!r}", f"{path}.{member}"
+            )
+        if "params" in obj:
+            params = obj["params"]
+            if type(params) is not dict:
+                raise _invalid(
+                    f"params must be an object (MCP never passes params by position), "
+                    f"got {_kind(params)}",
+                    f"{path}.params",
+                )
+        else:
+            params = None
+        if "id" in obj:
+            return Request(id=_request_id(obj, path), method=method, params=params)
+        return Notification(method=method, params=params)
+
+    if "result" in obj:
+        if "error" in obj:
+            raise _invalid("a response cannot carry both 'result' and 'error'", path)
+        if "id" not in obj:
+            raise _invalid("a response must carry the id of its request", f"{path}.id")
+        result = obj["result"]
+        if type(result) is not dict:
+            raise _invalid(f"result must be an object, got {_kind(result)}", f"{path}.result")
+        return Response(id=_request_id(obj, path), result=result)
+
+    if "error" in obj:
+        error = obj["error"]
+        if type(error) is not dict:
+            raise _invalid(f"error must be an object, got {_kind(error)}", f"{path}.error")
+        code = error.get("code")
+        if type(code) is not int:
+            got = _kind(code) if "code" in error else "nothing"
+            raise _invalid(f"error.code must be an integer, got {got}", f"{path}.error.code")
+        message = error.get("message")
+        if type(message) is not str:
+            got = _kind(message) if "message" in error else "nothing"
+            raise _invalid(f"error.message must be a string, got {got}", f"{path}.error.message")
+        rid = obj.get("id")
+        if rid is not None:
+            rid = _request_id(obj, path)
+        if "data" in error:
+            err = ErrorObject(code=code, message=message, data=error["data"], has_data=True)
+        else:
+            err = ErrorObject(code=code, message=message, has_data=False)
+        return ErrorResponse(id=rid, error=err)
+
+    raise _invalid("not a JSON-RPC message: it has no method, result or error", path)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _excerpt(data: bytes | str) -> str:
+    text = data if isinstance(data, str) else data[: _EXCERPT_CHARS * 4].decode("utf-8", "replace")
+    if len(text) > _EXCERPT_CHARS:
+        return repr(text[:_EXCERPT_CHARS]) + "..."
+    return repr(text)
+
+
+def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | tuple[Message, ...]:
+    """Parse one frame (a stdio line, an SSE event's data, an HTTP body) into envelopes.
+
+    Returns one message, or a tuple of them for a batch. Batches (JSON arrays) exist only in
+    protocol revision 2025-03-26; pass ``allow_batch=True`` on such connections.
+
+    Raises :class:`InvalidMessage` with path ``$`` and an excerpt of the input when the bytes are
+    not UTF-8 or not JSON (``NaN`` and ``Infinity`` are not JSON), for a batch when batches are
+    not allowed, and for an empty batch; and whatever :func:`classify` raises for a message that
+    is not JSON-RPC (inside a batch the path names the item: ``$[2].method``).
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise InvalidMessage(
+            f"message is not valid UTF-8 (byte {exc.start}): {_excerpt(data)}",
+            path="$",
+            errors=(f"invalid UTF-8 at byte {exc.start} @ $",),
+        ) from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, huge integers
+        raise InvalidMessage(
+            f"message is not valid JSON ({exc}): {_excerpt(text)}",
+            path="$",
+            errors=(f"{exc} @ $",),
+        ) from None
+    except RecursionError:
+        raise InvalidMessage(
+            f"message is nested too deeply to parse: {_excerpt(text)}",
+            path="$",
+            errors=("nested too deeply @ $",),
+        ) from None
+    if type(obj) is list:
+        if not allow_batch:
+            raise InvalidMessage(
+                "got a JSON array (a batch): batches are only valid in protocol version "
+                f"2025-03-26: {_excerpt(text)}",
+                path="$",
+                errors=("unexpected batch @ $",),
+            )
+        if not obj:
+            raise InvalidMessage(
+                "got an empty batch: a batch must hold at least one message",
+                path="$",
+                errors=("empty batch @ $",),
+            )
+        return tuple(classify(item, path=f"$[{index}]") for index, item in enumerate(obj))
+    return classify(obj)
+
+
+# --------------------------------------------------------------------------- serialising
+
+
+def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
+    return value if type(value) is dict else dict(value)
+
+
+def encode_message(msg: Message) -> dict[str, Any]:
+    """The JSON-ready ``dict`` of one message, with ``"jsonrpc": "2.0"`` first.
+
+    Raises :class:`LocalProtocolError` if ``msg`` is not one of the four envelope classes.
+    """
+    if isinstance(msg, Request):
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": msg.id, "method": msg.method}
+        if msg.params is not None:
+            out["params"] = _plain(msg.params)
+        return out
+    if isinstance(msg, Notification):
+        out = {"jsonrpc": "2.0", "method": msg.method}
+        if msg.params is not None:
+            out["params"] = _plain(msg.params)
+        return out
+    if isinstance(msg, Response):
+        return {"jsonrpc": "2.0", "id": msg.id, "result": _plain(msg.result)}
+    if isinstance(msg, ErrorResponse):
+        error = msg.error
+        err: dict[str, Any] = {"code": error.code, "message": error.message}
+        if error.has_data:
+            err["data"] = error.data
+        return {"jsonrpc": "2.0", "id": msg.id, "error": err}
+    raise LocalProtocolError(f"cannot encode {msg!r}: not a JSON-RPC message")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple | frozenset | set):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+_dumps = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default
+).encode
+
+
+def serialize(msg: Message | Sequence[Message]) -> bytes:
+    """Compact UTF-8 JSON for one message, or a JSON array for a sequence (a batch).
+
+    There is no trailing newline (framing adds it) and no other whitespace; non-ASCII text is
+    written as UTF-8, not as ``\\u`` escapes.
+
+    Raises :class:`LocalProtocolError` when a value is not JSON (NaN, a set of objects, an
+    arbitrary Python object...) or for an empty batch.
+    """
+    if isinstance(msg, Request | Notification | Response | ErrorResponse):
+        value: Any = encode_message(msg)
+    else:
+        if not msg:
+            raise LocalProtocolError("cannot send an empty batch")
+        value = [encode_message(m) for m in msg]
+    try:
+        return _dumps(value).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"cannot serialise the message to JSON: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- ids
+
+
+class IdAllocator:
+    """Request ids for one connection: increasing integers from 1, never reused."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self) -> None:
+        self._next = 1
+
+    def next(self) -> int:
+        """The next id. Never raises."""
+        value = self._next
+        self._next = value + 1
+        return value
+
+    def advance_past(self, used: RequestId) -> None:
+        """Make sure :meth:`next` never returns ``used`` (an id chosen by hand). Never raises."""
+        if type(used) is int and used >= self._next:
+            self._next = used + 1
+
+    def __repr__(self) -> str:
+        return f"<IdAllocator next={self._next}>"
+
+
+# --------------------------------------------------------------------------- events
+
+
+@attrs.frozen(kw_only=True)
+class ResponseReceived:
+    """The server answered our request ``id`` (of ``method``) with ``result``."""
+
+    id: RequestId
+    method: str
+    result: Mapping[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ErrorReceived:
+    """The server answered our request ``id`` (of ``method``) with a JSON-RPC error.
+
+    ``id`` and ``method`` are ``None`` when the server could not tell which request it answers
+    (an error response with ``"id": null``, such as a parse error report).
+    """
+
+    id: RequestId | None
+    method: str | None
+    error: ErrorObject
+
+
+@attrs.frozen(kw_only=True)
+class UnexpectedResponse:
+    """A response for an id we are not waiting for: a late answer to a request we cancelled or
+    timed out (normal), or a bogus id from the server."""
+
+    message: Response | ErrorResponse
+
+
+@attrs.frozen(kw_only=True)
+class RequestReceived:
+    """The server sent us a request; answer it with :meth:`JsonRpcConnection.respond` or
+    :meth:`JsonRpcConnection.respond_error`."""
+
+    request: Request
+
+
+@attrs.frozen(kw_only=True)
+class NotificationReceived:
+    """The server sent us a notification."""
+
+    notification: Notification
+
+
+@attrs.frozen(kw_only=True)
+class RequestFailed:
+    """The connection was lost while our request ``id`` (of ``method``) was unanswered."""
+
+    id: RequestId
+    method: str
+
+
+Event: TypeAlias = (
+    ResponseReceived
+    | ErrorReceived
+    | UnexpectedResponse
+    | RequestReceived
+    | NotificationReceived
+    | RequestFailed
+)
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionStatistics:
+    """A snapshot of a :class:`JsonRpcConnection`.
+
+    ``outstanding``: our requests awaiting an answer; ``inbound_in_flight``: server requests we
+    have not answered yet; ``sent_total``: messages built for sending (requests, notifications,
+    responses); ``received_total``: messages passed to ``receive``.
+    """
+
+    outstanding: int
+    inbound_in_flight: int
+    sent_total: int
+    received_total: int
+
+
+# --------------------------------------------------------------------------- correlation
+
+
+class JsonRpcConnection:
+    """The client's sans-IO JSON-RPC correlation machine for one connection.
+
+    It allocates request ids, remembers which of our requests are unanswered and which server
+    requests we owe an answer, and turns every received message into an :data:`Event`. It never
+    sends or waits for anything: the caller writes the messages it returns and feeds it the
+    messages that arrive.
+
+    After :meth:`connection_lost` the machine is closed for good: :meth:`start_request`,
+    :meth:`notification`, :meth:`respond`, :meth:`respond_error` and :meth:`receive` raise
+    :class:`LocalProtocolError`. Use a new machine for a new connection.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_ids",
+        "_inbound",
+        "_outstanding",
+        "_received_total",
+        "_sent_total",
+    )
+
+    def __init__(self) -> None:
+        self._ids = IdAllocator()
+        self._outstanding: dict[RequestId, str] = {}
+        self._inbound: dict[RequestId, str] = {}
+        self._closed = False
+        self._sent_total = 0
+        self._received_total = 0
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"<JsonRpcConnection {state} outstanding={len(self._outstanding)} "
+            f"inbound={len(self._inbound)}>"
+        )
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`connection_lost` was called."""
+        return self._closed
+
+    @property
+    def outstanding(self) -> Mapping[RequestId, str]:
+        """Our unanswered requests, id -> method, in the order they were started (a live,
+        read-only view)."""
+        return MappingProxyType(self._outstanding)
+
+    @property
+    def inbound(self) -> Mapping[RequestId, str]:
+        """Server requests we have not answered, id -> method (a live, read-only view)."""
+        return MappingProxyType(self._inbound)
+
+    def statistics(self) -> ConnectionStatistics:
+        """A snapshot of the counters. Never raises."""
+        return ConnectionStatistics(
+            outstanding=len(self._outstanding),
+            inbound_in_flight=len(self._inbound),
+            sent_total=self._sent_total,
+            received_total=self._received_total,
+        )
+
+    def _check_open(self, action: str) -> None:
+        if self._closed:
+            raise LocalProtocolError(
+                f"cannot {action}: the connection was lost; open a new connection"
+            )
+
+    # ------------------------------------------------------------------ our requests
+
+    def start_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        id: RequestId | None = None,
+    ) -> Request:
+        """Build a request and record it as outstanding until its answer arrives.
+
+        The id is allocated (1, 2, 3...) unless ``id`` is given. Raises
+        :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a string or
+        an integer, or when ``id`` is still outstanding (ids of requests in flight must differ).
+        """
+        self._check_open(f"start a {method} request")
+        if id is None:
+            rid: RequestId = self._ids.next()
+            while rid in self._outstanding:  # a hand-picked id took it
+                rid = self._ids.next()
+        else:
+            if isinstance(id, bool) or not isinstance(id, int | str):
+                raise LocalProtocolError(f"a request id is a string or an integer, not {id!r}")
+            if id in self._outstanding:
+                raise LocalProtocolError(
+                    f"request id {id!r} is still in flight ({self._outstanding[id]}); "
+                    "choose another id or let the connection allocate one"
+                )
+            self._ids.advance_past(id)
+            rid = id
+        self._outstanding[rid] = method
+        self._sent_total += 1
+        return Request(id=rid, method=method, params=params)
+
+    def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Notification:
+        """Build a notification to send. Raises :class:`LocalProtocolError` when the connection
+        was lost."""
+        self._check_open(f"send a {method} notification")
+        self._sent_total += 1
+        return Notification(method=method, params=params)
+
+    def cancel(self, id: RequestId, reason: str | None = None) -> Notification | None:
+        """Stop waiting for request ``id`` and build the ``notifications/cancelled`` to send.
+
+        Returns ``None`` (nothing to send) when ``id`` is not outstanding: already answered,
+        already cancelled, or the connection was lost. An ``initialize`` request is forgotten
+        but never cancelled on the wire (the protocol forbids it), so that also returns ``None``.
+        A late answer to a cancelled request comes out of :meth:`receive` as
+        :class:`UnexpectedResponse`. Never raises.
+        """
+        method = self._outstanding.pop(id, None)
+        if method is None or method == "initialize":
+            return None
+        params: dict[str, Any] = {"requestId": id}
+        if reason is not None:
+            params["reason"] = reason
+        self._sent_total += 1
+        return Notification(method=CANCELLED_NOTIFICATION, params=params)
+
+    def forget(self, id: RequestId) -> bool:
+        """Stop waiting for request ``id`` without telling the server (2026-07-28 HTTP cancels by
+        closing the response stream). Returns whether it was outstanding. Never raises."""
+        return self._outstanding.pop(id, None) is not None
+
+    # ------------------------------------------------------------------ incoming
+
+    def receive(self, msg: Message) -> Event:
+        """Say what one received message means.
+
+        - a response or error for an outstanding id: :class:`ResponseReceived` /
+          :class:`ErrorReceived`, and the id is no longer outstanding;
+        - a response or error for any other id: :class:`UnexpectedResponse`;
+        - an error response with a null id: :class:`ErrorReceived` with ``id`` and ``method``
+          ``None``;
+        - a server request: :class:`RequestReceived`, owed an answer from then on;
+        - a notification: :class:`NotificationReceived`.
+
+        Raises :class:`LocalProtocolError` when the connection was lost, and
+        :class:`RemoteProtocolError` (path ``$.id``) when the server sends a request whose id is
+        the id of another of its requests we have not answered yet; that request is dropped.
+        """
+        self._check_open("receive messages")
+        self._received_total += 1
+        if isinstance(msg, Response):
+            method = self._outstanding.pop(msg.id, None)
+            if method is None:
+                return UnexpectedResponse(message=msg)
+            return ResponseReceived(id=msg.id, method=method, result=msg.result)
+        if isinstance(msg, ErrorResponse):
+            if msg.id is None:
+                return ErrorReceived(id=None, method=None, error=msg.error)
+            method = self._outstanding.pop(msg.id, None)
+            if method is None:
+                return UnexpectedResponse(message=msg)
+            return ErrorReceived(id=msg.id, method=method, error=msg.error)
+        if isinstance(msg, Notification):
+            return NotificationReceived(notification=msg)
+        if isinstance(msg, Request):
+            if msg.id in self._inbound:
+                raise RemoteProtocolError(
+                    f"the server sent request {msg.id!r} ({msg.method}) while its request with "
+                    f"the same id ({self._inbound[msg.id]}) is still unanswered",
+                    path="$.id",
+                )
+            self._inbound[msg.id] = msg.method
+            return RequestReceived(request=msg)
+        raise LocalProtocolError(f"cannot receive {msg!r}: not a JSON-RPC message")
+
+    # ------------------------------------------------------------------ answering the server
+
+    def _take_inbound(self, request_id: RequestId) -> None:
+        self._check_open(f"answer request {request_id!r}")
+        if request_id not in self._inbound:
+            raise LocalProtocolError(
+                f"cannot answer request {request_id!r}: the server has no such request in "
+                "flight (never received, already answered, or cancelled by the server)"
+            )
+        del self._inbound[request_id]
+        self._sent_total += 1
+
+    def respond(self, request_id: RequestId, result: Mapping[str, Any]) -> Response:
+        """Build the answer to the server's request ``request_id``.
+
+        Raises :class:`LocalProtocolError` when that request is not in flight (never received,
+        already answered, cancelled by the server) or the connection was lost.
+        """
+        self._take_inbound(request_id)
+        return Response(id=request_id, result=result)
+
+    def respond_error(
+        self, request_id: RequestId, code: int, message: str, data: Any = None
+    ) -> ErrorResponse:
+        """Build an error answer to the server's request ``request_id`` (``data`` is sent when it
+        is not ``None``).
+
+        Raises :class:`LocalProtocolError` like :meth:`respond`.
+        """
+        self._take_inbound(request_id)
+        return ErrorResponse(
+            id=request_id, error=ErrorObject(code=code, message=message, data=data)
+        )
+
+    def inbound_cancelled(self, request_id: RequestId) -> bool:
+        """The server cancelled its request ``request_id``: drop it, we must not answer it.
+
+        Returns whether it was in flight (unknown ids are to be ignored). Never raises.
+        """
+        return self._inbound.pop(request_id, None) is not None
+
+    # ------------------------------------------------------------------ the end
+
+    def connection_lost(self) -> list[RequestFailed]:
+        """The connection ended: fail every outstanding request and close the machine.
+
+        Returns one :class:`RequestFailed` per outstanding request, in the order they were
+        started; server requests we owed an answer are dropped. Calling it again returns an
+        empty list. Never raises.
+        """
+        failed = [RequestFailed(id=rid, method=method) for rid, method in self._outstanding.items()]
+        self._outstanding.clear()
+        self._inbound.clear()
+        self._closed = True
+        return failed

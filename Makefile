@@ -20,8 +20,11 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+MYPY := $(VENV)/bin/mypy -p trio_mcp.protocol -p trio_mcp.transports -p trio_mcp.actors \
+	&& $(VENV)/bin/mypy
+
 typecheck: setup
-	$(VENV)/bin/mypy
+	$(MYPY)
 
 pytest: setup
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
@@ -29,7 +32,7 @@ pytest: setup
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	$(MYPY)
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 fmt: setup

@@ -1,8 +1,32 @@
 """trio_mcp.transports: byte and message I/O.
 
-stdio, Streamable HTTP, HTTP+SSE, WebSocket and in-memory transports.
+Every transport implements the message-level :class:`Transport` contract (one serialized
+JSON-RPC message per ``send``/``receive``). stdio runs each server in its own process group and
+ends the whole group on close or when the host dies; the in-memory pair serves tests and
+in-process servers.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._base import Transport, TransportInfo, collapse_exception_group, map_transport_errors
+from ._stdio import (
+    DEFAULT_ENV_ALLOWLIST,
+    StdioParameters,
+    StdioStatistics,
+    StdioTransport,
+    child_environment,
+    open_stdio_transport,
+)
+
+__all__ = [
+    "DEFAULT_ENV_ALLOWLIST",
+    "StdioParameters",
+    "StdioStatistics",
+    "StdioTransport",
+    "Transport",
+    "TransportInfo",
+    "child_environment",
+    "collapse_exception_group",
+    "map_transport_errors",
+    "open_stdio_transport",
+]

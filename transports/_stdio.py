@@ -1,0 +1,923 @@
+"""The stdio transport: one MCP server as a child process, NDJSON over its stdin and stdout.
+
+``async with open_stdio_transport(StdioParameters(command="npx", args=(...))) as t:`` starts the
+server and yields a :class:`StdioTransport`; leaving the block shuts the server down.
+
+Process model
+-------------
+- Every server runs in its own session and process group (``start_new_session=True``), so it
+  never receives the host's terminal signals and can be signalled as a whole, grandchildren
+  included.
+- Its environment is an allow-list of the host's variables (:data:`DEFAULT_ENV_ALLOWLIST`) plus
+  the server's own ``env``; nothing else of the host leaks (no tokens, keys, proxies with
+  credentials). ``cwd`` sets its working directory.
+- On Linux the server is started through a tiny launcher (:mod:`._reaper`; about 16 ms of extra
+  start-up, one bare ``python -I -S``) that kills the whole group when the host dies, even by
+  SIGKILL. Elsewhere, or with ``bind_to_host=False``, the server is the direct child of the host
+  and is cleaned up by an orderly shutdown only.
+- stderr is always drained (a server blocked on a full stderr pipe stops answering); the last
+  lines are kept for :meth:`StdioTransport.stderr_tail` and passed to ``on_stderr_line``.
+- When the server exits, what is left of its process group is SIGKILLed: the group lives as long
+  as the server. (Under the launcher this happens before the group leader is reaped, so the group
+  id cannot have been recycled; for a direct child it happens right after reaping.)
+- Limits: a process that leaves the group (``setsid``, daemonising) escapes, as with every
+  process-group design. Orphaned grandchildren are reaped by init; in a container whose PID 1 is
+  the host itself, run the host under an init (``docker run --init``, tini).
+
+Shutdown (:meth:`StdioTransport.aclose`, also run when the block is left): close stdin, wait up
+to ``close_grace``; SIGTERM the group, wait up to ``term_grace``; SIGKILL the group, wait up to
+``kill_grace``; the server is reaped (it is a zombie of nobody). The whole sequence is shielded
+from cancellation and bounded by the three graces plus 0.5 s to collect the last stderr lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+from typing import Final, Literal
+
+import attrs
+import trio
+
+from ..protocol._errors import (
+    ConnectError,
+    FrameTooLarge,
+    McpError,
+    McpTransportConfigError,
+    TransportClosed,
+)
+from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
+from . import _reaper
+from ._base import TransportInfo, collapse_exception_group, map_transport_errors
+
+__all__ = [
+    "DEFAULT_ENV_ALLOWLIST",
+    "StdioParameters",
+    "StdioStatistics",
+    "StdioTransport",
+    "child_environment",
+    "open_stdio_transport",
+]
+
+logger = logging.getLogger("trio_mcp.transports.stdio")
+
+#: The host variables a stdio server inherits by default (when set in the host). They locate
+#: programs and the user, and set the locale, time zone and temporary directory. The Windows
+#: names are harmless elsewhere. Deliberately absent: anything secret-looking (``*_TOKEN``,
+#: ``*_KEY``, ``*_SECRET``, ``*PASSWORD*``), proxy settings (their URLs may hold credentials),
+#: ``SSH_AUTH_SOCK`` and ``XDG_RUNTIME_DIR`` (they lead to the user's agents, keyring and session
+#: bus), and interpreter settings such as ``PYTHONPATH`` or ``NODE_OPTIONS``. A server that needs
+#: one of them gets it through its own ``env`` (``${VAR}`` expansion in the config) or a longer
+#: ``env_allowlist``.
+DEFAULT_ENV_ALLOWLIST: Final[tuple[str, ...]] = (
+    "APPDATA",
+    "COMSPEC",
+    "HOME",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LOCALAPPDATA",
+    "LOGNAME",
+    "PATH",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SHELL",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TERM",
+    "TMP",
+    "TMPDIR",
+    "TZ",
+    "USER",
+    "USERNAME",
+    "USERPROFILE",
+    "WINDIR",
+)
+
+#: Bytes asked for per read of stdout and stderr.
+_READ_CHUNK: Final = 65536
+#: Parsed frames waiting for :meth:`StdioTransport.receive`; when full, the reader stops reading
+#: stdout, so the server blocks on its writes (backpressure).
+_FRAME_QUEUE_SIZE: Final = 4
+#: A stderr line longer than this many bytes is cut (for the tail and ``on_stderr_line``).
+_STDERR_LINE_LIMIT: Final = 4096
+#: How many stderr lines a :class:`TransportClosed` message quotes.
+_STDERR_LINES_IN_MESSAGE: Final = 10
+# After stdout ends: how long to wait for the exit status and the last stderr lines, so that
+# the TransportClosed message can say why the server went away.
+_END_REPORT_WAIT: Final = 0.5
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _to_args(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str | bytes):
+        raise McpTransportConfigError(
+            f"stdio args must be a list of strings, not one string ({value!r}); "
+            "split it into separate arguments"
+        )
+    return tuple(value)
+
+
+def _to_env(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+def _redact_env(value: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{name!r}: '***'" for name in value) + "}"
+
+
+def _bad_string(value: object) -> bool:
+    return not isinstance(value, str) or "\0" in value
+
+
+@attrs.frozen(kw_only=True)
+class StdioParameters:
+    """How to start and stop one stdio server.
+
+    - ``command`` and ``args``: the program (looked up on the server's ``PATH``) and its
+      arguments, passed as they are (no shell).
+    - ``env``: the server's own variables, added on top of the allowed host variables (and
+      winning over them). Their values never appear in ``repr()`` or logs.
+    - ``cwd``: its working directory (default: the host's).
+    - ``env_allowlist``: the host variables it may inherit (:data:`DEFAULT_ENV_ALLOWLIST`).
+    - ``max_frame_bytes``: the largest message accepted from it (default 16 MiB).
+    - ``stderr_tail_lines``: how many stderr lines :meth:`StdioTransport.stderr_tail` keeps.
+    - ``close_grace``, ``term_grace``, ``kill_grace``: seconds to wait after closing stdin, after
+      SIGTERM and after SIGKILL (see :meth:`StdioTransport.aclose`).
+    - ``on_stderr_line``: called with every stderr line (decoded, cut at 4096 bytes), from the
+      drain task. It must return quickly and never block; an exception it raises tears the
+      transport down and propagates out of :func:`open_stdio_transport`.
+    - ``bind_to_host``: on Linux, start the server through the launcher that kills its whole
+      process group when the host process dies (even by SIGKILL). Ignored elsewhere.
+
+    Raises :class:`McpTransportConfigError` listing every invalid field.
+    """
+
+    command: str
+    args: tuple[str, ...] = attrs.field(default=(), converter=_to_args)
+    env: Mapping[str, str] = attrs.field(
+        default=MappingProxyType({}), converter=_to_env, repr=_redact_env, hash=False
+    )
+    cwd: str | None = None
+    env_allowlist: tuple[str, ...] = attrs.field(default=DEFAULT_ENV_ALLOWLIST, converter=_to_args)
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    stderr_tail_lines: int = 50
+    close_grace: float = 2.0
+    term_grace: float = 2.0
+    kill_grace: float = 2.0
+    on_stderr_line: Callable[[str], None] | None = attrs.field(default=None, eq=False)
+    bind_to_host: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        problems = self._problems()
+        if problems:
+            raise McpTransportConfigError(
+                "invalid stdio server settings: " + "; ".join(f"{k}: {m}" for k, m in problems),
+                problems=problems,
+            )
+
+    def _problems(self) -> tuple[tuple[str, str], ...]:
+        problems: list[tuple[str, str]] = []
+        if _bad_string(self.command) or not self.command:
+            problems.append(("command", "must be a non-empty string without NUL bytes"))
+        for i, arg in enumerate(self.args):
+            if _bad_string(arg):
+                problems.append((f"args[{i}]", "must be a string without NUL bytes"))
+        for name, value in self.env.items():
+            if _bad_string(name) or not name or "=" in name:
+                problems.append((f"env[{name!r}]", "a name must be non-empty, without '=' or NUL"))
+            elif _bad_string(value):
+                problems.append((f"env[{name!r}]", "the value must be a string without NUL bytes"))
+        for i, name in enumerate(self.env_allowlist):
+            if _bad_string(name) or not name or "=" in name:
+                problems.append((f"env_allowlist[{i}]", "must be a variable name"))
+        if self.cwd is not None and (_bad_string(self.cwd) or not self.cwd):
+            problems.append(("cwd", "must be a non-empty path or None"))
+        size = self.max_frame_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            problems.append(("max_frame_bytes", f"must be a positive integer, got {size!r}"))
+        lines = self.stderr_tail_lines
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            problems.append(("stderr_tail_lines", f"must be an integer >= 0, got {lines!r}"))
+        for name in ("close_grace", "term_grace", "kill_grace"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                problems.append((name, f"must be a finite number of seconds >= 0, got {value!r}"))
+        stderr_callback: object = self.on_stderr_line
+        if stderr_callback is not None and not callable(stderr_callback):
+            problems.append(("on_stderr_line", "must be callable or None"))
+        return tuple(problems)
+
+
+def child_environment(
+    params: StdioParameters, host_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Return the environment a server started with ``params`` gets.
+
+    That is every variable of ``host_env`` (default: :data:`os.environ`) named in
+    ``params.env_allowlist``, then ``params.env`` on top. Never fails.
+    """
+    source = os.environ if host_env is None else host_env
+    env = {name: source[name] for name in params.env_allowlist if name in source}
+    env.update(params.env)
+    return env
+
+
+# --------------------------------------------------------------------------- stderr tail
+
+
+class _StderrTail:
+    """Cuts stderr into lines, keeps the last ones, hands each one to a callback. Sync."""
+
+    def __init__(
+        self, *, max_lines: int, line_limit: int, on_line: Callable[[str], None] | None
+    ) -> None:
+        self.lines: deque[str] = deque(maxlen=max_lines)
+        self.line_count = 0
+        self.byte_count = 0
+        self._line_limit = line_limit
+        self._on_line = on_line
+        self._partial = bytearray()
+        self._dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        """Take the next chunk of stderr; emit every line it completes."""
+        self.byte_count += len(data)
+        start = 0
+        while (nl := data.find(b"\n", start)) >= 0:
+            self._keep(data, start, nl - 1 if nl > start and data[nl - 1] == 0x0D else nl)
+            self._emit()
+            start = nl + 1
+        self._keep(data, start, len(data))
+
+    def feed_eof(self) -> None:
+        """Emit the unterminated last line, if any. Idempotent."""
+        if self._partial or self._dropped:
+            self._emit()
+
+    def _keep(self, data: bytes, start: int, stop: int) -> None:
+        room = max(0, self._line_limit - len(self._partial))
+        take = min(room, stop - start)
+        self._partial += data[start : start + take]
+        self._dropped += stop - start - take
+
+    def _emit(self) -> None:
+        text = self._partial.decode("utf-8", errors="replace").removesuffix("\r")
+        if self._dropped:
+            text += f" [... {self._dropped} more byte{'' if self._dropped == 1 else 's'} cut]"
+        self._partial.clear()
+        self._dropped = 0
+        self.lines.append(text)
+        self.line_count += 1
+        if self._on_line is not None:
+            self._on_line(text)
+
+
+# --------------------------------------------------------------------------- transport
+
+
+@attrs.frozen(kw_only=True)
+class StdioStatistics:
+    """A snapshot of a :class:`StdioTransport`.
+
+    ``pid`` is the server's process, ``pgid`` its process group (the launcher's pid when
+    ``bound_to_host``). ``frames_queued`` counts frames read but not yet received.
+    ``stdout_buffered`` is what the framer holds now; ``stdout_peak_buffered`` the most it could
+    have held at once (partial frame + one read), which stays below ``max_frame_bytes`` +
+    one read (64 KiB) however long a line is. ``signals_sent`` lists the shutdown signals sent
+    to the group, in order (empty when the server exited on its own).
+    """
+
+    pid: int
+    pgid: int
+    bound_to_host: bool
+    returncode: int | None
+    frames_sent: int
+    frames_received: int
+    frames_queued: int
+    stdout_buffered: int
+    stdout_peak_buffered: int
+    stderr_lines: int
+    stderr_bytes: int
+    signals_sent: tuple[str, ...]
+
+
+def _describe_returncode(code: int) -> str:
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = "unknown signal"
+    return f"was killed by signal {-code} ({name})"
+
+
+@attrs.define(eq=False)
+class StdioTransport:
+    """A running stdio server. Get one from :func:`open_stdio_transport`; see
+    :class:`trio_mcp.transports.Transport` for the contract.
+
+    ``send`` may be called from several tasks at once (writes are serialised, whole frames);
+    ``receive`` returns frames in the order the server wrote them. Cancelling a ``receive`` loses
+    nothing: the transport stays usable. Cancelling a ``send`` while its frame was being written
+    may leave half a line in the pipe, so the transport then refuses further sends
+    (:class:`TransportClosed`); receiving still works.
+    """
+
+    _params: StdioParameters
+    _process: trio.Process
+    _stdin: trio.abc.SendStream
+    _stdout: trio.abc.ReceiveStream
+    _stderr: trio.abc.ReceiveStream
+    _status: trio.abc.ReceiveStream | None
+    _pid: int
+    _frames_send: trio.MemorySendChannel[bytes]
+    _frames_recv: trio.MemoryReceiveChannel[bytes]
+    _framer: NdjsonFramer
+    _stderr_tail: _StderrTail
+    _send_lock: trio.StrictFIFOLock = attrs.Factory(trio.StrictFIFOLock)
+    _exited: trio.Event = attrs.Factory(trio.Event)
+    _stderr_done: trio.Event = attrs.Factory(trio.Event)
+    _close_done: trio.Event = attrs.Factory(trio.Event)
+    _reader_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    _waiter_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
+    _stderr_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
+    _closing: bool = False
+    _returncode: int | None = None
+    _send_refused: str | None = None
+    _frame_error: FrameTooLarge | None = None
+    _end_message: str | None = None
+    _frames_sent: int = 0
+    _frames_received: int = 0
+    _peak_buffered: int = 0
+    _signals_sent: list[str] = attrs.Factory(list)
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def info(self) -> TransportInfo:
+        """``stdio`` and the command with the server's pid."""
+        return TransportInfo(kind="stdio", detail=f"{self._params.command} (pid {self._pid})")
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (not the launcher's)."""
+        return self._pid
+
+    @property
+    def pgid(self) -> int:
+        """The id of the server's process group (the launcher's pid when bound to the host)."""
+        return self._process.pid
+
+    @property
+    def bound_to_host(self) -> bool:
+        """True when the server runs under the launcher that kills it if the host dies."""
+        return self._status is not None
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status once it has exited and been reaped, else ``None``.
+
+        Negative for a signal (``-9``: killed by SIGKILL), as in :mod:`subprocess`.
+        """
+        return self._returncode
+
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The last ``stderr_tail_lines`` lines the server wrote to stderr, oldest first."""
+        return tuple(self._stderr_tail.lines)
+
+    def statistics(self) -> StdioStatistics:
+        """A snapshot of counters and state (see :class:`StdioStatistics`)."""
+        return StdioStatistics(
+            pid=self._pid,
+            pgid=self._process.pid,
+            bound_to_host=self.bound_to_host,
+            returncode=self._returncode,
+            frames_sent=self._frames_sent,
+            frames_received=self._frames_received,
+            frames_queued=self._frames_recv.statistics().current_buffer_used,
+            stdout_buffered=self._framer.buffered,
+            stdout_peak_buffered=self._peak_buffered,
+            stderr_lines=self._stderr_tail.line_count,
+            stderr_bytes=self._stderr_tail.byte_count,
+            signals_sent=tuple(self._signals_sent),
+        )
+
+    async def send(self, frame: bytes) -> None:
+        """Write one message (``frame``, without newline) to the server's stdin.
+
+        Raises :class:`LocalProtocolError` if ``frame`` contains a newline, and
+        :class:`TransportClosed` if the transport is closed, the server stopped reading its
+        stdin or exited, or an earlier send was cancelled half-way.
+        """
+        data = encode_frame(frame)
+        self._check_can_send()
+        async with self._send_lock:
+            self._check_can_send()
+            written = False
+            try:
+                with map_transport_errors(f"sending to {self._name}"):
+                    await self._stdin.send_all(data)
+                written = True
+            except TransportClosed as exc:
+                if self._send_refused is None:
+                    self._send_refused = str(exc)
+                raise
+            finally:
+                if not written and not self._closing and self._send_refused is None:
+                    # Cancelled (or failed) while the frame was being written.
+                    self._send_refused = (
+                        f"{self._name} cannot take more messages: an earlier send was cancelled "
+                        "while its message was being written, so its stdin may hold half a "
+                        "message; reconnect"
+                    )
+            self._frames_sent += 1
+
+    async def receive(self) -> bytes:
+        """Return the next message from the server's stdout, in order.
+
+        Raises :class:`FrameTooLarge` once if the server wrote a line longer than
+        ``max_frame_bytes`` (the transport is unusable afterwards), and
+        :class:`TransportClosed` when stdout ended (the message gives the exit code or signal
+        and the last stderr lines), after that, or after :meth:`aclose`.
+        """
+        if self._closing:
+            raise TransportClosed(self._closed_message())
+        try:
+            frame = await self._frames_recv.receive()
+        except trio.EndOfChannel:
+            frame = None
+        except trio.ClosedResourceError:
+            raise TransportClosed(self._closed_message()) from None
+        if frame is None:
+            raise self._end_error()  # outside the except: keeps the error's own cause
+        self._frames_received += 1
+        return frame
+
+    async def aclose(self) -> None:
+        """Shut the server down and release everything. Idempotent; a concurrent second call
+        waits for the first.
+
+        Steps: close stdin; wait up to ``close_grace`` for the server to exit; SIGTERM its
+        process group and wait up to ``term_grace``; SIGKILL the group and wait up to
+        ``kill_grace``; reap it. Shielded from cancellation and bounded by the three graces (plus
+        0.5 s to collect the last stderr lines). Never raises for a misbehaving server: it logs
+        each escalation step, and an error if the server survived SIGKILL.
+        """
+        if self._closing:
+            await self._close_done.wait()
+            return
+        self._closing = True
+        self._frames_recv.close()
+        try:
+            with trio.CancelScope(shield=True):
+                await self._shut_down()
+        finally:
+            self._reader_scope.cancel()
+            self._waiter_scope.cancel()
+            self._stderr_scope.cancel()
+            self._close_done.set()
+
+    # ------------------------------------------------------------------ internals
+
+    @property
+    def _name(self) -> str:
+        return f"stdio server {self._params.command!r} (pid {self._pid})"
+
+    def _check_can_send(self) -> None:
+        if self._closing:
+            raise TransportClosed(self._closed_message())
+        if self._send_refused is not None:
+            raise TransportClosed(self._send_refused)
+        if self._exited.is_set():
+            raise TransportClosed(self._describe_end())
+
+    def _closed_message(self) -> str:
+        return f"the transport to {self._name} was closed; open a new one"
+
+    def _end_error(self) -> McpError:
+        if self._frame_error is not None:
+            error, self._frame_error = self._frame_error, None
+            return error
+        if self._end_message is not None:
+            return TransportClosed(self._end_message)
+        return TransportClosed(f"the connection to {self._name} ended")
+
+    def _describe_end(self) -> str:
+        if self._returncode is None:
+            what = "closed its stdout and is still running"
+        else:
+            what = _describe_returncode(self._returncode)
+        tail = list(self._stderr_tail.lines)[-_STDERR_LINES_IN_MESSAGE:]
+        if tail:
+            lines = "\n".join(f"  | {line}" for line in tail)
+            return f"{self._name} {what}; its last stderr lines:\n{lines}"
+        return f"{self._name} {what}; it wrote nothing to stderr"
+
+    async def _shut_down(self) -> None:
+        params = self._params
+        await self._stdin.aclose()
+        if await self._exit_within(params.close_grace):
+            return await self._collect_stderr()
+        self._escalate("SIGTERM", f"within {params.close_grace:g} s after its stdin was closed")
+        self._signal_group("SIGTERM")
+        if await self._exit_within(params.term_grace):
+            return await self._collect_stderr()
+        self._escalate("SIGKILL", f"within {params.term_grace:g} s after SIGTERM")
+        if self.bound_to_host:
+            # Ask the launcher to SIGKILL the server and reap it, then sweep the group itself;
+            # SIGKILL the group directly only if that does not happen in time.
+            self._signals_sent.append("SIGKILL")
+            self._signal_launcher()
+            if await self._exit_within(params.kill_grace / 2):
+                return await self._collect_stderr()
+            logger.warning(
+                "the launcher of %s did not end the group within %g s; SIGKILLing the group",
+                self._name,
+                params.kill_grace / 2,
+            )
+            self._signal_group("SIGKILL", record=False)
+            exited = await self._exit_within(params.kill_grace / 2)
+        else:
+            self._signal_group("SIGKILL")
+            exited = await self._exit_within(params.kill_grace)
+        if exited:
+            return await self._collect_stderr()
+        logger.error(
+            "%s is still running %g s after SIGKILL; giving up on it (it cannot be reaped now)",
+            self._name,
+            params.kill_grace,
+        )
+        return None
+
+    async def _exit_within(self, seconds: float) -> bool:
+        with trio.move_on_after(seconds):
+            await self._exited.wait()
+        return self._exited.is_set()
+
+    async def _collect_stderr(self) -> None:
+        with trio.move_on_after(_END_REPORT_WAIT):
+            await self._stderr_done.wait()
+
+    def _escalate(self, signal_name: str, reason: str) -> None:
+        logger.warning(
+            "%s did not exit %s; sending %s to its process group %d",
+            self._name,
+            reason,
+            signal_name,
+            self._process.pid,
+        )
+
+    def _signal_group(self, name: Literal["SIGTERM", "SIGKILL"], *, record: bool = True) -> None:
+        """Send SIGTERM or SIGKILL to the server's process group (terminate or kill the process
+        on Windows). The group cannot have been recycled: its leader is not reaped yet."""
+        if record:
+            self._signals_sent.append(name)
+        if sys.platform == "win32":
+            if name == "SIGTERM":
+                self._process.terminate()
+            else:
+                self._process.kill()
+            return
+        try:
+            os.killpg(self._process.pid, signal.Signals[name])
+        except ProcessLookupError:
+            logger.debug("process group %d is already gone", self._process.pid)
+
+    def _signal_launcher(self) -> None:
+        """Send the launcher its kill request (see :mod:`._reaper`)."""
+        try:
+            os.kill(self._process.pid, _reaper.KILL_REQUEST)
+        except ProcessLookupError:
+            logger.debug("the launcher %d is already gone", self._process.pid)
+
+    def _sweep_group(self) -> None:
+        """Kill what is left of the group after the server exited (its own children)."""
+        if sys.platform == "win32":
+            return
+        try:
+            os.killpg(self._process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        logger.info("killed what was left of process group %d of %s", self._process.pid, self._name)
+
+    # ------------------------------------------------------------------ background tasks
+
+    async def _run_reader(self) -> None:
+        """stdout -> framer -> the frame queue; at the end, say why the connection ended."""
+        try:
+            with self._reader_scope, self._frames_send:
+                try:
+                    await self._pump_stdout()
+                except trio.BrokenResourceError:
+                    return  # aclose() closed the queue: nobody receives any more
+                except TransportClosed as exc:
+                    self._end_message = str(exc)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._stdout.aclose()
+
+    async def _pump_stdout(self) -> None:
+        framer = self._framer
+        while True:
+            with map_transport_errors(f"reading from {self._name}"):
+                data = bytes(await self._stdout.receive_some(_READ_CHUNK))  # no copy for bytes
+            if not data:
+                break
+            self._peak_buffered = max(self._peak_buffered, framer.buffered + len(data))
+            try:
+                frames = framer.feed(data)
+            except FrameTooLarge as exc:
+                for frame in getattr(exc, "frames_before", ()):
+                    await self._frames_send.send(frame)
+                self._refuse_after_oversized_frame(exc)
+                return
+            for frame in frames:
+                await self._frames_send.send(frame)
+        last = framer.feed_eof()
+        if last is not None:
+            await self._frames_send.send(last)
+        with trio.move_on_after(_END_REPORT_WAIT):
+            await self._exited.wait()
+            await self._stderr_done.wait()
+        self._end_message = self._describe_end()
+        logger.debug("%s closed its stdout", self._name)
+
+    def _refuse_after_oversized_frame(self, exc: FrameTooLarge) -> None:
+        logger.warning(
+            "%s sent a frame over %d bytes; closing the connection", self._name, exc.limit
+        )
+        error = FrameTooLarge(
+            f"{self._name} sent a message (one line) longer than {exc.limit} bytes, so the "
+            "connection was closed. If the server legitimately sends bigger messages, raise "
+            f"max_frame_bytes (now {exc.limit}) in its config",
+            limit=exc.limit,
+        )
+        error.__cause__ = exc
+        self._frame_error = error
+        message = (
+            f"the connection to {self._name} was given up after it sent a message over "
+            f"{exc.limit} bytes (max_frame_bytes); reconnect, or raise the limit"
+        )
+        self._end_message = message
+        if self._send_refused is None:
+            self._send_refused = message
+
+    async def _run_stderr(self) -> None:
+        """Drain stderr for as long as any process of the group holds it open."""
+        try:
+            with self._stderr_scope:
+                while True:
+                    try:
+                        data = bytes(await self._stderr.receive_some(_READ_CHUNK))
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        break
+                    if not data:
+                        break
+                    self._stderr_tail.feed(data)
+                self._stderr_tail.feed_eof()
+        finally:
+            self._stderr_done.set()
+            with trio.CancelScope(shield=True):
+                await self._stderr.aclose()
+
+    async def _run_waiter(self) -> None:
+        """Reap the server, learn its exit status, kill the group's leftovers."""
+        try:
+            with self._waiter_scope:
+                code = await self._process.wait()
+                reported = await self._read_final_status()
+                if reported is None:
+                    # Direct child, or a launcher that died before it could report: sweep the
+                    # group here (the launcher sweeps it itself while it is still alive).
+                    self._sweep_group()
+                else:
+                    code = reported
+                self._returncode = code
+                logger.info("%s %s", self._name, _describe_returncode(code))
+                self._exited.set()
+        finally:
+            if self._status is not None:
+                with trio.CancelScope(shield=True):
+                    await self._status.aclose()
+
+    async def _read_final_status(self) -> int | None:
+        """The server's exit status as reported by the launcher, or None."""
+        if self._status is None:
+            return None
+        data = b""
+        with trio.move_on_after(_END_REPORT_WAIT):
+            while chunk := await self._status.receive_some(256):
+                data += chunk
+        for line in data.splitlines():
+            kind, _, value = line.partition(b" ")
+            if kind == b"exit" and value.isdigit():
+                return int(value)
+            if kind == b"signal" and value.isdigit():
+                return -int(value)
+        return None
+
+
+# --------------------------------------------------------------------------- spawning
+
+
+@attrs.frozen(kw_only=True)
+class _Spawned:
+    process: trio.Process
+    status: trio.abc.ReceiveStream | None
+    pid: int
+
+
+def _spawn_error(params: StdioParameters, exc: OSError) -> ConnectError:
+    where = f" in directory {params.cwd!r}" if params.cwd is not None else ""
+    also = ", and that the directory exists" if params.cwd is not None else ""
+    return ConnectError(
+        f"could not start stdio server {params.command!r}{where}: {exc}. Check that the command "
+        "is installed, executable and on the server's PATH (PATH comes from the environment "
+        f"allow-list or the server's env){also}"
+    )
+
+
+async def _spawn(params: StdioParameters) -> _Spawned:
+    """Start the server (through the launcher where possible); raise ConnectError if it fails."""
+    env = child_environment(params)
+    bind = params.bind_to_host and _reaper.SUPPORTED and bool(sys.executable)
+    if params.bind_to_host and _reaper.SUPPORTED and not sys.executable:
+        logger.warning("sys.executable is empty: %r starts without the launcher", params.command)
+    status_r = status_w = -1
+    if bind:
+        status_r, status_w = os.pipe()
+        argv = _reaper.launcher_argv(
+            params.command,
+            params.args,
+            status_fd=status_w,
+            host_pid=os.getpid(),
+            lc_ctype=env.get("LC_CTYPE"),
+        )
+    else:
+        argv = [params.command, *params.args]
+    spawned = False
+    try:
+        if sys.platform == "win32":
+            process = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=params.cwd,
+                creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+            )
+        else:
+            process = await trio.lowlevel.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=params.cwd,
+                start_new_session=True,
+                pass_fds=(status_w,) if bind else (),
+            )
+        spawned = True
+    except OSError as exc:
+        raise _spawn_error(params, exc) from exc
+    finally:
+        if bind:
+            os.close(status_w)
+            if not spawned:
+                os.close(status_r)
+    if not bind:
+        logger.info(
+            "started %r: pid %d, process group %d", params.command, process.pid, process.pid
+        )
+        return _Spawned(process=process, status=None, pid=process.pid)
+
+    status = trio.lowlevel.FdStream(status_r)
+    started = False
+    try:
+        pid = await _await_launch(params, process, status)
+        started = True
+    finally:
+        if not started:
+            await _abort_launch(process, status, params.kill_grace)
+    logger.info(
+        "started %r: pid %d, process group %d (bound to this host process)",
+        params.command,
+        pid,
+        process.pid,
+    )
+    return _Spawned(process=process, status=status, pid=pid)
+
+
+async def _await_launch(
+    params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
+) -> int:
+    """Read the launcher's first report: the server's pid, or why it could not start."""
+    line = b""
+    while b"\n" not in line:
+        chunk = await status.receive_some(256)
+        if not chunk:
+            break
+        line += chunk
+    kind, _, value = line.partition(b"\n")[0].partition(b" ")
+    if kind == b"ok" and value.isdigit():
+        return int(value)
+    if kind == b"err" and value.isdigit():
+        code = int(value)
+        failure = OSError(code, os.strerror(code), params.command)
+        raise _spawn_error(params, failure) from failure
+    output = b""
+    assert process.stderr is not None
+    with trio.move_on_after(_END_REPORT_WAIT):
+        while len(output) < 4096 and (chunk := await process.stderr.receive_some(4096)):
+            output += chunk
+    said = output.decode("utf-8", errors="replace").strip()
+    raise ConnectError(
+        f"could not start stdio server {params.command!r}: the launcher that binds it to this "
+        f"process ended before starting it ({said or 'no output'}); set bind_to_host=False to "
+        "start the server directly"
+    )
+
+
+async def _abort_launch(
+    process: trio.Process, status: trio.abc.ReceiveStream, grace: float
+) -> None:
+    """Kill and reap a half-started server group, shielded and bounded."""
+    with trio.CancelScope(shield=True):
+        if process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                logger.debug("process group %d is already gone", process.pid)
+        with trio.move_on_after(grace):
+            await process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr, status):
+            if stream is not None:
+                await stream.aclose()
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+@asynccontextmanager
+async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTransport]:
+    """Start the server described by ``params`` and yield its :class:`StdioTransport`.
+
+    Raises :class:`ConnectError` (naming the command and the OS error) if the server cannot be
+    started: command not found, not executable, ``cwd`` missing. Leaving the block runs
+    :meth:`StdioTransport.aclose`, even when the block is cancelled, so no process of the
+    server's group survives it. An exception raised in the block comes out as itself (not
+    wrapped in an :class:`ExceptionGroup`).
+    """
+    with collapse_exception_group():
+        spawned = await _spawn(params)
+        process = spawned.process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        frames_send, frames_recv = trio.open_memory_channel[bytes](_FRAME_QUEUE_SIZE)
+        transport = StdioTransport(
+            params=params,
+            process=process,
+            stdin=process.stdin,
+            stdout=process.stdout,
+            stderr=process.stderr,
+            status=spawned.status,
+            pid=spawned.pid,
+            frames_send=frames_send,
+            frames_recv=frames_recv,
+            framer=NdjsonFramer(max_frame_bytes=params.max_frame_bytes),
+            stderr_tail=_StderrTail(
+                max_lines=params.stderr_tail_lines,
+                line_limit=_STDERR_LINE_LIMIT,
+                on_line=params.on_stderr_line,
+            ),
+        )
+        async with trio.open_nursery() as nursery:
+            try:
+                nursery.start_soon(transport._run_waiter)
+                nursery.start_soon(transport._run_stderr)
+                nursery.start_soon(transport._run_reader)
+                yield transport
+            finally:
+                await transport.aclose()

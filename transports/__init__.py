@@ -9,6 +9,7 @@ in-process servers.
 from __future__ import annotations
 
 from ._base import Transport, TransportInfo, collapse_exception_group, map_transport_errors
+from ._memory import MemoryTransport, MemoryTransportStatistics, memory_transport_pair
 from ._stdio import (
     DEFAULT_ENV_ALLOWLIST,
     StdioParameters,
@@ -20,6 +21,8 @@ from ._stdio import (
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
+    "MemoryTransport",
+    "MemoryTransportStatistics",
     "StdioParameters",
     "StdioStatistics",
     "StdioTransport",
@@ -28,5 +31,6 @@ __all__ = [
     "child_environment",
     "collapse_exception_group",
     "map_transport_errors",
+    "memory_transport_pair",
     "open_stdio_transport",
 ]

@@ -1,5 +1,112 @@
-"""trio_mcp.actors: the runtime (supervisors, sessions, registry), the CLI and test fakes."""
+"""trio_mcp.actors: the runtime of trio-mcp.
+
+``open_runtime`` / ``serve_runtime`` and the ``Runtime`` handle; the configuration it runs on;
+the events and statuses it reports; and, for test authors, the scriptable fake MCP server and the
+seeded chaos transport.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._backoff import (
+    RetryPolicy,
+)
+from ._callbacks import (
+    ElicitationCallback,
+    HostCallbacks,
+    RootsCallback,
+    SamplingCallback,
+)
+from ._chaos import (
+    ChaosAction,
+    ChaosPolicy,
+    ChaosStatistics,
+    ChaosTransport,
+    ChaosTransportFactory,
+    chaos_transport_factory,
+)
+from ._config import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    RuntimeConfig,
+    ServerConfig,
+    TransportKind,
+)
+from ._events import (
+    Event,
+    EventSubscription,
+    ResourceUpdated,
+    ServerLogged,
+    ServerState,
+    ServerStateChanged,
+)
+from ._fakes import (
+    FakePrompt,
+    FakeResource,
+    FakeResourceTemplate,
+    FakeServer,
+    FakeTool,
+    ToolContext,
+)
+from ._naming import (
+    registered_name,
+)
+from ._registry import (
+    RegisteredTool,
+    ToolRefusal,
+    ToolsChanged,
+)
+from ._runtime import (
+    USE_DEFAULT,
+    Runtime,
+    RuntimeState,
+    open_runtime,
+    serve_runtime,
+)
+from ._session import (
+    ProgressCallback,
+)
+from ._supervisor import (
+    ServerStatus,
+)
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "USE_DEFAULT",
+    "ChaosAction",
+    "ChaosPolicy",
+    "ChaosStatistics",
+    "ChaosTransport",
+    "ChaosTransportFactory",
+    "ElicitationCallback",
+    "Event",
+    "EventSubscription",
+    "FakePrompt",
+    "FakeResource",
+    "FakeResourceTemplate",
+    "FakeServer",
+    "FakeTool",
+    "HostCallbacks",
+    "ProgressCallback",
+    "RegisteredTool",
+    "ResourceUpdated",
+    "RetryPolicy",
+    "RootsCallback",
+    "Runtime",
+    "RuntimeConfig",
+    "RuntimeState",
+    "SamplingCallback",
+    "ServerConfig",
+    "ServerLogged",
+    "ServerState",
+    "ServerStateChanged",
+    "ServerStatus",
+    "ToolContext",
+    "ToolRefusal",
+    "ToolsChanged",
+    "TransportKind",
+    "chaos_transport_factory",
+    "open_runtime",
+    "registered_name",
+    "serve_runtime",
+]

@@ -15,6 +15,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   └── RemoteProtocolError          the peer sent something invalid
     │       ├── InvalidMessage           a message did not decode; names the JSON path at fault
     │       ├── FrameTooLarge            a frame exceeded the configured maximum
+    │       ├── ListingTooLarge          a paginated listing passed its caps, or its cursors loop
     │       └── UnsupportedVersion       the server answered a protocol revision we refuse
     ├── CallError                        one call failed; carries server, method, request_id
     │   ├── RpcError                     the server answered with a JSON-RPC error
@@ -56,6 +57,7 @@ __all__ = [
     "InvalidMessage",
     "InvalidParams",
     "InvalidRequest",
+    "ListingTooLarge",
     "LocalProtocolError",
     "McpError",
     "McpTransportConfigError",
@@ -194,6 +196,12 @@ class FrameTooLarge(RemoteProtocolError):
         self.frames_before: list[bytes] = []
         #: Events that were complete before the oversized one in the same chunk (SSE).
         self.events_before: list[Any] = []
+
+
+class ListingTooLarge(RemoteProtocolError):
+    """A paginated listing went past the configured caps (pages or entries), or its cursors went
+    round in a circle. The server is failed alone; raise the caps in the runtime config
+    (``max_list_pages``, ``max_list_entries``) if the server is legitimately that large."""
 
 
 class UnsupportedVersion(RemoteProtocolError):

@@ -1,0 +1,58 @@
+"""What the host answers for the servers: roots, sampling and elicitation.
+
+A capability is declared to a server only when the host gives its callback; a server request for a
+capability that was not declared is answered with ``-32601`` (method not found).
+
+Each callback gets the server's name and the decoded request parameters, and returns the result
+as a wire object (or a plain mapping in wire shape). Raising :class:`RpcError` answers the server
+with that error; any other exception is logged and answered with ``-32603``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ..protocol._types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    Root,
+)
+
+__all__ = ["ElicitationCallback", "HostCallbacks", "RootsCallback", "SamplingCallback"]
+
+RootsCallback = Callable[[str], Awaitable[Sequence[Root | Mapping[str, Any]]]]
+SamplingCallback = Callable[
+    [str, CreateMessageRequestParams], Awaitable[CreateMessageResult | Mapping[str, Any]]
+]
+ElicitationCallback = Callable[
+    [str, ElicitRequestFormParams | ElicitRequestURLParams],
+    Awaitable[ElicitResult | Mapping[str, Any]],
+]
+
+
+@attrs.frozen(kw_only=True)
+class HostCallbacks:
+    """The host's answers to server requests. Leave one out to not declare that capability."""
+
+    list_roots: RootsCallback | None = None
+    sampling: SamplingCallback | None = None
+    elicitation: ElicitationCallback | None = None
+    #: Elicitation modes the host can show: "form", and "url" (opens a URL for the user).
+    elicitation_modes: tuple[str, ...] = ("form",)
+
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities to declare, from the callbacks that are present."""
+        caps: dict[str, Any] = {}
+        if self.list_roots is not None:
+            caps["roots"] = {"listChanged": False}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        return caps

@@ -1,0 +1,34 @@
+"""How an MCP tool is named for the model.
+
+``mcp_{server}_{tool}``; every character outside ``[A-Za-z0-9_]`` becomes ``_``. A name longer than
+64 characters, or one whose server or tool name has non-ASCII characters, becomes its first 55
+characters, ``_``, and the first 8 hex digits of ``sha256(server + "\\0" + tool)``: the same on
+every run, and different for tools that only differ in the characters that were replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Final
+
+__all__ = ["MAX_NAME_LENGTH", "SERVER_NAME_PATTERN", "registered_name", "valid_server_name"]
+
+MAX_NAME_LENGTH: Final = 64
+_HEAD: Final = 55
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
+SERVER_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def valid_server_name(name: str) -> bool:
+    """Server names allow only ASCII letters, digits, ``.``, ``-`` and ``_``."""
+    return bool(SERVER_NAME_PATTERN.fullmatch(name))
+
+
+def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:
+    """The name under which ``tool`` of ``server`` is offered to the model."""
+    plain = _UNSAFE.sub("_", f"{prefix}_{server}_{tool}")
+    if len(plain) <= MAX_NAME_LENGTH and (server + tool).isascii():
+        return plain
+    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
+    return f"{plain[:_HEAD]}_{digest}"

@@ -1,0 +1,366 @@
+"""The Runtime: the root of trio-mcp, and the handle the host holds.
+
+Two ways to embed it:
+
+- ``async with open_runtime(config) as rt:`` owns its nursery. The runtime's actors keep running
+  until the body has exited (service-nursery ordering), so the host's own ``finally:`` can still
+  call tools while it is being cancelled.
+- ``rt = await nursery.start(serve_runtime, config)`` runs in a nursery the host already owns,
+  until ``await rt.aclose()``.
+
+Either way, leaving stops every server: the tools are withdrawn, every transport is closed and
+every child process group ended; later calls raise :class:`RuntimeClosed`; a second close is a
+no-op. At this public edge a single failure is never raised as an ``ExceptionGroup``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, Final
+
+import attrs
+import trio
+
+from ..protocol._errors import (
+    ConnectError,
+    RuntimeClosed,
+    ServerUnavailable,
+    ToolNotFound,
+)
+from ..protocol._types import CallToolResult
+from ..transports._base import Transport
+from ..transports._stdio import StdioParameters, open_stdio_transport
+from ._callbacks import HostCallbacks
+from ._config import RuntimeConfig, ServerConfig, TransportKind
+from ._events import EventBus, EventSubscription, ServerState
+from ._registry import RegisteredTool, Registry
+from ._session import ProgressCallback, Session
+from ._supervisor import SETTLED, ServerStatus, ServerSupervisor
+
+__all__ = ["USE_DEFAULT", "Runtime", "RuntimeState", "open_runtime", "serve_runtime"]
+
+logger = logging.getLogger("trio_mcp.runtime")
+
+
+class _UseDefault(Enum):
+    USE_DEFAULT = "USE_DEFAULT"
+
+
+#: Per-call option meaning "what the server's configuration says" (``None`` means no limit).
+USE_DEFAULT: Final = _UseDefault.USE_DEFAULT
+
+
+class RuntimeState(Enum):
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+def open_default_transport(config: ServerConfig) -> AbstractAsyncContextManager[Transport]:
+    """The transport for a server's configuration (a fresh one on every call)."""
+    kind = config.transport_kind
+    if kind is TransportKind.CUSTOM:
+        assert config.transport_factory is not None
+        return config.transport_factory()
+    if kind is TransportKind.STDIO:
+        assert config.command is not None
+        return open_stdio_transport(
+            StdioParameters(
+                command=config.command,
+                args=config.args,
+                env=dict(config.env),
+                cwd=config.cwd,
+                max_frame_bytes=config.max_frame_bytes,
+                on_stderr_line=_stderr_logger(config.name),
+            )
+        )
+    raise ConnectError(
+        f"server {config.name!r}: the {kind.value!r} transport is not available in this build "
+        "of trio-mcp; use a stdio server or a custom transport_factory"
+    )
+
+
+def _stderr_logger(server: str) -> Any:
+    log = logging.getLogger(f"trio_mcp.server.{server}.stderr")
+
+    def on_line(line: str) -> None:
+        log.debug("%s", line)
+
+    return on_line
+
+
+def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The single failure inside nested groups, or the group itself when there are several."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for sub in exc.exceptions:
+                walk(sub)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    failures = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+    if len(failures) == 1:
+        return failures[0]
+    if not failures and leaves:
+        return leaves[0]
+    return group
+
+
+@attrs.define(eq=False)
+class Runtime:
+    """The host's handle on the MCP servers. Built by :func:`open_runtime` or
+    :func:`serve_runtime`, never directly."""
+
+    config: RuntimeConfig
+    callbacks: HostCallbacks
+    registry: Registry
+    _bus: EventBus
+    _supervisors: dict[str, ServerSupervisor]
+    _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
+    _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    # ------------------------------------------------------------------ tools
+
+    def tools(self, *, ready_only: bool = False) -> Mapping[str, RegisteredTool]:
+        """The registered tools, registered name -> tool: an immutable snapshot.
+
+        With ``ready_only`` only the tools of servers that are READY at this moment (for
+        sub-agents that must not see anything that could fail as unavailable)."""
+        snapshot = self.registry.snapshot()
+        if not ready_only:
+            return snapshot
+        return MappingProxyType(
+            {
+                name: tool
+                for name, tool in snapshot.items()
+                if self._supervisors[tool.server].state is ServerState.READY
+            }
+        )
+
+    @property
+    def tools_version(self) -> int:
+        """Increases on every change of the tool table."""
+        return self.registry.version
+
+    async def wait_tools_changed(self, after: int) -> int:
+        """Wait until the tool table's version passes ``after``; returns the new version."""
+        return await self.registry.wait_version(after)
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | _UseDefault | None = USE_DEFAULT,
+        progress: ProgressCallback | None = None,
+        wait_ready: float | None = None,
+    ) -> CallToolResult:
+        """Call a registered tool by its registered name (``mcp_github_create_issue``).
+
+        A tool error reported by the server (``isError``) is returned as data; see
+        ``result.raise_for_error()``. Raises :class:`ToolNotFound`, :class:`ServerUnavailable`
+        (the server is not ready: the error says its state and when the next attempt is due;
+        ``wait_ready`` waits that many seconds for it first), :class:`CallTimeout`,
+        :class:`ServerDisconnected` (``sent`` says whether the outcome is unknown),
+        :class:`RpcError` or :class:`RuntimeClosed`.
+        """
+        self._check_open()
+        tool = self.registry.get(name)
+        owner = self.registry.last_owner(name)
+        if tool is None and owner is not None and owner in self._supervisors:
+            # Withdrawn because its server is not ready: say so (or wait for it, if asked).
+            await self._session_for(owner, wait_ready)
+            tool = self.registry.get(name)
+        if tool is None:
+            raise ToolNotFound(
+                f"no tool named {name!r} is registered; rt.tools() lists the current ones",
+                method="tools/call",
+            )
+        session = await self._session_for(tool.server, wait_ready)
+        server = self._supervisors[tool.server].config
+        limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
+        logger.debug("call %s -> %s/%s", name, tool.server, tool.wire_name)
+        result = await session.call_tool(
+            tool.wire_name, arguments, timeout=limit, progress=progress
+        )
+        logger.debug("call %s done, isError=%s", name, result.is_error)
+        return result
+
+    async def request(
+        self,
+        server: str,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | _UseDefault | None = USE_DEFAULT,
+        wait_ready: float | None = None,
+    ) -> Mapping[str, Any]:
+        """Send any request to one server and return the raw result (``resources/read``,
+        ``prompts/get``, ``completion/complete``...). Decode it with
+        ``trio_mcp.protocol.decode_result(method, result)``."""
+        self._check_open()
+        session = await self._session_for(server, wait_ready)
+        limit = (
+            self._supervisor(server).config.timeout if isinstance(timeout, _UseDefault) else timeout
+        )
+        return await session.request(method, params, timeout=limit)
+
+    async def _session_for(self, server: str, wait_ready: float | None) -> Session:
+        supervisor = self._supervisor(server)
+        if wait_ready is not None and supervisor.state is not ServerState.READY:
+            with trio.move_on_after(wait_ready):
+                await supervisor.wait_state(lambda s: s is ServerState.READY)
+        return supervisor.ready_session()
+
+    def _supervisor(self, server: str) -> ServerSupervisor:
+        try:
+            return self._supervisors[server]
+        except KeyError:
+            known = ", ".join(sorted(self._supervisors)) or "none"
+            raise ServerUnavailable(
+                f"no server named {server!r} is configured (configured: {known})", server=server
+            ) from None
+
+    # ------------------------------------------------------------------ status and events
+
+    def status(self) -> Mapping[str, ServerStatus]:
+        """Every configured server's state, tool count, last error and stderr tail."""
+        return MappingProxyType({name: s.status() for name, s in self._supervisors.items()})
+
+    def events(self, *, max_buffer: int = 1024) -> AbstractContextManager[EventSubscription]:
+        """Subscribe to the event stream: ``with rt.events() as events: async for e in events``.
+
+        A subscriber that falls ``max_buffer`` events behind loses events (counted in
+        ``events.dropped``); the runtime never waits for it."""
+        return self._bus.subscribe(max_buffer=max_buffer)
+
+    async def wait_ready(
+        self, *, timeout: float | None = None, servers: Iterable[str] | None = None
+    ) -> Mapping[str, ServerStatus]:
+        """Wait until every (or each named) server is READY or has settled in a state it will
+        not leave by itself soon (PARKED, FAILED, DISABLED, NEEDS_AUTH, STOPPED), at most
+        ``timeout`` seconds. Returns their statuses either way: a server that failed to start
+        is in the answer with its error."""
+        names = list(servers) if servers is not None else list(self._supervisors)
+        watched = [self._supervisor(name) for name in names]
+        with trio.move_on_after(float("inf") if timeout is None else timeout):
+            for supervisor in watched:
+                await supervisor.wait_state(lambda s: s in SETTLED)
+        return MappingProxyType({s.name: s.status() for s in watched})
+
+    def reconnect(self, server: str) -> None:
+        """Ask a server's supervisor to try connecting now (a parked server stops waiting)."""
+        self._supervisor(server).reconnect_now()
+
+    # ------------------------------------------------------------------ closing
+
+    @property
+    def state(self) -> RuntimeState:
+        return self._state
+
+    def _check_open(self) -> None:
+        if self._state is not RuntimeState.OPEN:
+            raise RuntimeClosed("the runtime is closed; open a new one to make calls")
+
+    async def aclose(self) -> None:
+        """Stop every server and wait until they are stopped. Idempotent."""
+        if self._state is RuntimeState.OPEN:
+            self._state = RuntimeState.CLOSING
+            for supervisor in self._supervisors.values():
+                supervisor.stop_soon()
+            self._scope.cancel()
+        await self._closed.wait()
+
+    stop_all = aclose
+
+    async def _serve(self, task_status: trio.TaskStatus[Runtime]) -> None:
+        try:
+            with self._scope:
+                async with trio.open_nursery() as nursery:
+                    for supervisor in self._supervisors.values():
+                        await nursery.start(supervisor.run)
+                    task_status.started(self)
+                    logger.info("runtime started with %d servers", len(self._supervisors))
+        finally:
+            self._state = RuntimeState.CLOSED
+            self._bus.close()
+            self._closed.set()
+            logger.info("runtime stopped")
+
+
+def _build(
+    config: RuntimeConfig,
+    callbacks: HostCallbacks | None,
+    open_transport: Any,
+    rng: random.Random | None,
+) -> Runtime:
+    bus = EventBus()
+    registry = Registry(builtin_names=config.builtin_tool_names)
+    callbacks = callbacks or HostCallbacks()
+    supervisors = {
+        server.name: ServerSupervisor(
+            config=server,
+            runtime=config,
+            registry=registry,
+            callbacks=callbacks,
+            open_transport=open_transport or open_default_transport,
+            publish=bus.publish,
+            rng=rng or random.Random(),
+        )
+        for server in config.servers
+    }
+    return Runtime(config, callbacks, registry, bus, supervisors)
+
+
+async def serve_runtime(
+    config: RuntimeConfig,
+    *,
+    callbacks: HostCallbacks | None = None,
+    open_transport: Any = None,
+    rng: random.Random | None = None,
+    task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
+    config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled)."""
+    runtime = _build(config, callbacks, open_transport, rng)
+    await runtime._serve(task_status)
+
+
+@asynccontextmanager
+async def open_runtime(
+    config: RuntimeConfig,
+    *,
+    callbacks: HostCallbacks | None = None,
+    open_transport: Any = None,
+    rng: random.Random | None = None,
+) -> AsyncIterator[Runtime]:
+    """Run a runtime for the duration of an ``async with`` block.
+
+    The runtime's actors are shielded from a cancellation of the block until the block has
+    exited, so its ``finally:`` can still make calls; then every server is stopped.
+    """
+    runtime = _build(config, callbacks, open_transport, rng)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(_shielded, runtime)
+            try:
+                yield runtime
+            finally:
+                with trio.CancelScope(shield=True):
+                    await runtime.aclose()
+    except BaseExceptionGroup as group:
+        raise _collapse(group) from None
+
+
+async def _shielded(runtime: Runtime, *, task_status: trio.TaskStatus[Runtime]) -> None:
+    with trio.CancelScope(shield=True):
+        await runtime._serve(task_status)

@@ -1,0 +1,730 @@
+"""Session: one connection generation to one server.
+
+A session owns a nursery with the transport reader, the single writer, the list_changed debouncer
+and one task per server request. Calls register a one-shot waiter in :class:`PendingCalls`, hand
+their bytes to the writer and wait. The reader correlates each answer through the sans-IO
+:class:`JsonRpcConnection` and resolves the waiter synchronously.
+
+When the connection ends, the reader calls the supervisor's ``on_lost`` *before* anything else
+happens: every waiting call fails at once with :class:`ServerDisconnected`, and the registry
+withdraws the server's tools in the same step.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import attrs
+import outcome
+import trio
+
+from ..protocol._codec import structure, unstructure
+from ..protocol._errors import (
+    CallTimeout,
+    InvalidMessage,
+    ListingTooLarge,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+    RpcError,
+    ServerDisconnected,
+    TransportClosed,
+    TransportError,
+)
+from ..protocol._jsonrpc import (
+    ErrorReceived,
+    JsonRpcConnection,
+    Notification,
+    NotificationReceived,
+    Request,
+    RequestId,
+    RequestReceived,
+    ResponseReceived,
+    UnexpectedResponse,
+    parse_message,
+    serialize,
+)
+from ..protocol._methods import decode_notification, decode_params, decode_result
+from ..protocol._types import (
+    CallToolResult,
+    InitializeResult,
+    ProgressNotificationParams,
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    ServerCapabilities,
+    Tool,
+)
+from ..protocol._versions import LATEST_LEGACY, check_initialize_answer, features
+from ..transports._base import Transport
+from ._callbacks import HostCallbacks
+from ._config import RuntimeConfig, ServerConfig
+from ._events import ResourceUpdated, ServerLogged
+from ._pending import PendingCalls, Waiter
+from ._registry import ToolRefusal
+
+__all__ = ["ProgressCallback", "Session", "SessionInfo"]
+
+logger = logging.getLogger("trio_mcp.session")
+
+ProgressCallback = Callable[[ProgressNotificationParams], None]
+
+#: Frames waiting for the writer. Small: a caller waits here when the transport is slow.
+OUTBOX_SIZE: Final = 64
+#: Server requests handled at once; more are answered with an error at once.
+MAX_INBOUND_REQUESTS: Final = 32
+#: Budget for best-effort messages sent from cleanup code (cancellation notices).
+CLEANUP_BUDGET: Final = 1.0
+
+_LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+@attrs.frozen(kw_only=True)
+class SessionInfo:
+    """What the handshake established."""
+
+    protocol_version: str
+    server_name: str
+    server_version: str
+    capabilities: ServerCapabilities
+    instructions: str | None
+
+
+@attrs.define(eq=False)
+class _Call:
+    """A caller's view of one outstanding request, for progress and timer resets."""
+
+    waiter: Waiter
+    progress: ProgressCallback | None
+    scope: trio.CancelScope | None = None
+    timeout: float | None = None
+    hard_deadline: float = float("inf")
+
+
+@attrs.define(eq=False)
+class Session:
+    """One connection generation. Build it, then ``await nursery.start(session.run)``."""
+
+    config: ServerConfig
+    runtime: RuntimeConfig
+    generation: int
+    transport: Transport
+    callbacks: HostCallbacks
+    #: Called once, synchronously, when the connection ends (with the reason).
+    on_lost: Callable[[Session, str], None]
+    #: Called synchronously with every relisted catalog (kind, entries, refusals).
+    on_listing: Callable[[Session, str, tuple[Any, ...], tuple[ToolRefusal, ...]], None]
+    #: Called synchronously with events for the host (logs, resource updates).
+    publish: Callable[[ServerLogged | ResourceUpdated], None]
+
+    info: SessionInfo | None = attrs.field(default=None, init=False)
+    tools: tuple[Tool, ...] = attrs.field(default=(), init=False)
+    tool_refusals: tuple[ToolRefusal, ...] = attrs.field(default=(), init=False)
+    resources: tuple[Resource, ...] | None = attrs.field(default=None, init=False)
+    resource_templates: tuple[ResourceTemplate, ...] | None = attrs.field(default=None, init=False)
+    prompts: tuple[Prompt, ...] | None = attrs.field(default=None, init=False)
+
+    _conn: JsonRpcConnection = attrs.field(factory=JsonRpcConnection, init=False)
+    _pending: PendingCalls = attrs.field(init=False)
+    _calls: dict[RequestId, _Call] = attrs.field(factory=dict, init=False)
+    _progress_tokens: dict[int | str, RequestId] = attrs.field(factory=dict, init=False)
+    _token_counter: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
+    _outbox_send: trio.MemorySendChannel[tuple[bytes, Waiter | None]] = attrs.field(init=False)
+    _outbox_receive: trio.MemoryReceiveChannel[tuple[bytes, Waiter | None]] = attrs.field(
+        init=False
+    )
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    _relist_kinds: set[str] = attrs.field(factory=set, init=False)
+    _relist_wanted: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _last_notice_at: float = attrs.field(default=0.0, init=False)
+    _lost_reason: str | None = attrs.field(default=None, init=False)
+    _batches: bool = attrs.field(default=False, init=False)
+    _log: logging.Logger = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._pending = PendingCalls(self.config.name)
+        self._outbox_send, self._outbox_receive = trio.open_memory_channel(OUTBOX_SIZE)
+        self._log = logging.getLogger(f"trio_mcp.server.{self.config.name}")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def server(self) -> str:
+        return self.config.name
+
+    @property
+    def pending(self) -> PendingCalls:
+        return self._pending
+
+    @property
+    def closed(self) -> bool:
+        return self._lost_reason is not None
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Handshake, first listing, then serve until the connection ends.
+
+        ``task_status.started(self)`` is called once the server is ready to take calls. Raises
+        :class:`TransportClosed` (or the protocol error that ended the connection) when the
+        connection ends; returns normally only when cancelled from outside.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._reader)
+                nursery.start_soon(self._writer)
+                await self._handshake()
+                nursery.start_soon(self._debouncer)
+                task_status.started(self)
+        finally:
+            self.lose("session ended")
+
+    def lose(self, reason: str) -> None:
+        """The connection is gone: fail every waiting call and tell the supervisor. Sync,
+        idempotent."""
+        if self._lost_reason is not None:
+            return
+        self._lost_reason = reason
+        self._conn.connection_lost()  # the pending table below fails every waiter
+        self._outbox_send.close()
+        self._pending.fail_all(reason)
+        self.on_lost(self, reason)
+
+    # ------------------------------------------------------------------ handshake
+
+    async def _handshake(self) -> None:
+        timeout = self.config.connect_timeout
+        params = {
+            "protocolVersion": LATEST_LEGACY,
+            "capabilities": self.callbacks.client_capabilities(),
+            "clientInfo": {
+                "name": self.runtime.client_name,
+                "version": self.runtime.client_version or _package_version(),
+            },
+        }
+        raw = await self.request("initialize", params, timeout=timeout)
+        result = decode_result("initialize", raw)
+        assert isinstance(result, InitializeResult)
+        version = check_initialize_answer(LATEST_LEGACY, result.protocol_version)
+        self._batches = features(version).batches
+        self.info = SessionInfo(
+            protocol_version=version,
+            server_name=result.server_info.name,
+            server_version=result.server_info.version,
+            capabilities=result.capabilities,
+            instructions=result.instructions,
+        )
+        await self.notify("notifications/initialized")
+        caps = result.capabilities
+        if self.config.log_level is not None and caps.logging is not None:
+            await self.request(
+                "logging/setLevel", {"level": self.config.log_level}, timeout=timeout
+            )
+        if caps.tools is not None:
+            await self._relist("tools")
+        self._log.info(
+            "connected: %s %s, protocol %s, %d tools",
+            result.server_info.name,
+            result.server_info.version,
+            version,
+            len(self.tools),
+        )
+
+    # ------------------------------------------------------------------ calls
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_time: float | None = None,
+    ) -> Mapping[str, Any]:
+        """Send a request and wait for its result (the raw ``result`` object).
+
+        Raises :class:`RpcError` (the server answered with an error), :class:`CallTimeout` (no
+        answer in ``timeout`` seconds; the server is sent ``notifications/cancelled``), or
+        :class:`ServerDisconnected` (its ``sent`` says whether the request had gone out).
+        """
+        token: int | None = None
+        if progress is not None or progress_resets_timeout:
+            token = next(self._token_counter)
+            meta = dict(params.get("_meta") or {}) if params else {}
+            meta["progressToken"] = token
+            params = {**(params or {}), "_meta": meta}
+        try:
+            request = self._conn.start_request(method, params)
+        except LocalProtocolError:
+            raise ServerDisconnected(
+                f"server {self.server!r} disconnected before {method} was sent: "
+                f"{self._lost_reason or 'connection closed'}",
+                server=self.server,
+                sent=False,
+            ) from None
+        waiter = self._pending.add(request.id, method)
+        call = _Call(waiter=waiter, progress=progress)
+        self._calls[request.id] = call
+        if token is not None:
+            self._progress_tokens[token] = request.id
+        start = trio.current_time()
+        try:
+            try:
+                await self._outbox_send.send((serialize(request), waiter))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise ServerDisconnected(
+                    f"server {self.server!r} disconnected before {method} was sent: "
+                    f"{self._lost_reason or 'connection closed'}",
+                    server=self.server,
+                    sent=False,
+                ) from None
+            deadline = float("inf") if timeout is None else start + timeout
+            call.timeout = timeout if progress_resets_timeout else None
+            if max_time is not None:
+                call.hard_deadline = start + max_time
+            with trio.CancelScope(deadline=min(deadline, call.hard_deadline)) as scope:
+                call.scope = scope
+                return await waiter.wait()
+            waited = trio.current_time() - start
+            raise CallTimeout(
+                f"{method} to server {self.server!r} got no answer in {waited:g} s",
+                timeout=timeout if timeout is not None else waited,
+                server=self.server,
+                method=method,
+                request_id=request.id,
+            )
+        finally:
+            self._calls.pop(request.id, None)
+            if token is not None:
+                self._progress_tokens.pop(token, None)
+            if not waiter.done:
+                self._abandon(request, waiter)
+
+    def _abandon(self, request: Request, waiter: Waiter) -> None:
+        """The caller stopped waiting (timeout or cancellation): tell the server if it heard us."""
+        self._pending.discard(request.id)
+        waiter.resolve(outcome.Error(trio.TooSlowError("abandoned by its caller")))
+        notice = self._conn.cancel(request.id, "the client stopped waiting")
+        if notice is None or not waiter.sent or request.method == "initialize":
+            return
+        self._send_best_effort(serialize(notice))
+
+    def _send_best_effort(self, frame: bytes) -> None:
+        try:
+            self._outbox_send.send_nowait((frame, None))
+        except trio.WouldBlock:
+            if self._nursery is not None:
+                self._nursery.start_soon(self._send_later, frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the connection is gone; nothing to tell
+
+    async def _send_later(self, frame: bytes) -> None:
+        with trio.move_on_after(CLEANUP_BUDGET):
+            try:
+                await self._outbox_send.send((frame, None))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification. Raises :class:`ServerDisconnected` when the connection is gone."""
+        frame = serialize(self._conn.notification(method, params))
+        try:
+            await self._outbox_send.send((frame, None))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise ServerDisconnected(
+                f"server {self.server!r} disconnected before {method} was sent",
+                server=self.server,
+                sent=False,
+            ) from None
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """``tools/call`` with the server's own tool name; the decoded result."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        raw = await self.request(
+            "tools/call",
+            params,
+            timeout=timeout,
+            progress=progress,
+            progress_resets_timeout=self.config.progress_resets_timeout,
+            max_time=self.config.max_call_time,
+        )
+        result = decode_result("tools/call", raw)
+        if not isinstance(result, CallToolResult):
+            raise InvalidMessage(
+                f"server {self.server!r} answered tools/call with a "
+                f"{type(result).__name__}, which this protocol revision does not allow",
+                path="$.result",
+            )
+        return result
+
+    # ------------------------------------------------------------------ listing
+
+    async def list_all(self, method: str, key: str) -> list[Any]:
+        """Every entry of a paginated listing (raw JSON objects), following ``nextCursor``.
+
+        Raises :class:`ListingTooLarge` past the caps or on a cursor cycle.
+        """
+        entries: list[Any] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        for page in itertools.count(1):
+            raw = await self.request(
+                method,
+                {"cursor": cursor} if cursor is not None else None,
+                timeout=self.config.timeout,
+            )
+            items = raw.get(key)
+            if not isinstance(items, list):
+                raise InvalidMessage(
+                    f"server {self.server!r}: {method} result has no {key!r} array",
+                    path=f"$.result.{key}",
+                )
+            entries.extend(items)
+            if len(entries) > self.runtime.max_list_entries:
+                raise ListingTooLarge(
+                    f"server {self.server!r}: {method} returned more than "
+                    f"{self.runtime.max_list_entries} entries (max_list_entries)"
+                )
+            cursor = raw.get("nextCursor")
+            if cursor is None:
+                return entries
+            if not isinstance(cursor, str):
+                raise InvalidMessage(
+                    f"server {self.server!r}: {method} nextCursor is not a string",
+                    path="$.result.nextCursor",
+                )
+            if cursor in seen:
+                raise ListingTooLarge(
+                    f"server {self.server!r}: {method} cursors go round in a circle "
+                    f"(cursor {cursor[:40]!r} came back)"
+                )
+            if page >= self.runtime.max_list_pages:
+                raise ListingTooLarge(
+                    f"server {self.server!r}: {method} has more than "
+                    f"{self.runtime.max_list_pages} pages (max_list_pages)"
+                )
+            seen.add(cursor)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _relist(self, kind: str) -> None:
+        match kind:
+            case "tools":
+                raw = await self.list_all("tools/list", "tools")
+                tools, refused = self._check_tools(raw)
+                self.tools, self.tool_refusals = tools, refused
+                self.on_listing(self, "tools", tools, refused)
+            case "resources":
+                raw = await self.list_all("resources/list", "resources")
+                self.resources = _decode_each(raw, Resource, "resources")
+                self.on_listing(self, "resources", self.resources, ())
+            case "prompts":
+                raw = await self.list_all("prompts/list", "prompts")
+                self.prompts = _decode_each(raw, Prompt, "prompts")
+                self.on_listing(self, "prompts", self.prompts, ())
+            case _:  # pragma: no cover - kinds are ours
+                raise AssertionError(kind)
+
+    def _check_tools(self, raw: list[Any]) -> tuple[tuple[Tool, ...], tuple[ToolRefusal, ...]]:
+        """Decode each tool alone (a bad tool never takes its server down) and apply the
+        include/exclude filters."""
+        tools: list[Tool] = []
+        refused: list[ToolRefusal] = []
+        include, exclude = self.config.tools_include, self.config.tools_exclude
+        for index, item in enumerate(raw):
+            name = item.get("name") if isinstance(item, dict) else None
+            if isinstance(item, dict) and item.get("inputSchema", {}) == {}:
+                # absent or {}: a tool without arguments (an empty object schema)
+                item = {**item, "inputSchema": {"type": "object"}}
+            try:
+                tool = structure(item, Tool, path=f"$.result.tools[{index}]")
+            except InvalidMessage as exc:
+                refused.append(
+                    ToolRefusal(
+                        server=self.server,
+                        tool=name if isinstance(name, str) else None,
+                        reason=f"malformed tool entry: {exc}",
+                    )
+                )
+                continue
+            if include is not None and not any(fnmatch.fnmatchcase(tool.name, p) for p in include):
+                continue
+            if any(fnmatch.fnmatchcase(tool.name, p) for p in exclude):
+                continue
+            tools.append(tool)
+        for refusal in refused:
+            self._log.warning("tool %r refused: %s", refusal.tool, refusal.reason)
+        return tuple(tools), tuple(refused)
+
+    async def _debouncer(self) -> None:
+        """Re-list after list_changed notifications, once they have been quiet for a while."""
+        debounce = self.runtime.list_changed_debounce
+        while True:
+            await self._relist_wanted.wait()
+            # Debounce: each new notification moves the quiet deadline, so this is a deadline
+            # that moves, not a condition an Event could signal.
+            while (quiet_at := self._last_notice_at + debounce) > trio.current_time():  # noqa: ASYNC110
+                await trio.sleep_until(quiet_at)
+            kinds = sorted(self._relist_kinds)
+            self._relist_kinds.clear()
+            self._relist_wanted = trio.Event()
+            for kind in kinds:
+                try:
+                    await self._relist(kind)
+                except (RpcError, RemoteProtocolError, CallTimeout) as exc:
+                    self._log.warning("re-listing %s failed: %s", kind, exc)
+
+    def _want_relist(self, kind: str) -> None:
+        self._relist_kinds.add(kind)
+        self._last_notice_at = trio.current_time()
+        self._relist_wanted.set()
+
+    # ------------------------------------------------------------------ transport tasks
+
+    async def _writer(self) -> None:
+        """The only task that sends on the transport."""
+        async for frame, waiter in self._outbox_receive:
+            if waiter is not None:
+                if waiter.done:  # its caller gave up before it went out
+                    continue
+                waiter.sent = True
+            try:
+                await self.transport.send(frame)
+            except TransportError as exc:
+                self.lose(f"sending failed: {exc}")
+                raise
+
+    async def _reader(self) -> None:
+        """Read frames until the connection ends; correlate and dispatch each message."""
+        try:
+            while True:
+                frame = await self.transport.receive()
+                self._handle_frame(frame)
+        except TransportClosed as exc:
+            self.lose(str(exc) or "the server closed the connection")
+            raise
+        except (TransportError, RemoteProtocolError) as exc:
+            self.lose(f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _handle_frame(self, frame: bytes) -> None:
+        try:
+            parsed = parse_message(frame, allow_batch=self._batches)
+        except InvalidMessage as exc:
+            self._bad_frame(frame, exc)
+            return
+        for message in parsed if isinstance(parsed, tuple) else (parsed,):
+            self._handle_message(message)
+
+    def _bad_frame(self, frame: bytes, exc: InvalidMessage) -> None:
+        """A frame that is not a valid JSON-RPC message: fail the call it answers, if that can
+        be told; the connection goes on either way."""
+        self._log.warning("invalid message from the server: %s", exc)
+        try:
+            obj = json.loads(frame)
+        except ValueError:
+            return
+        request_id = obj.get("id") if isinstance(obj, dict) else None
+        if (
+            isinstance(request_id, int | str)
+            and not isinstance(request_id, bool)
+            and request_id in self._conn.outstanding
+        ):
+            self._conn.forget(request_id)
+            self._pending.resolve(request_id, outcome.Error(exc))
+
+    def _handle_message(self, message: Any) -> None:
+        event = self._conn.receive(message)
+        match event:
+            case ResponseReceived(id=request_id, result=result):
+                self._pending.resolve(request_id, outcome.Value(result))
+            case ErrorReceived(id=None, error=error):
+                self._log.warning("server reported an error: %s %s", error.code, error.message)
+            case ErrorReceived(id=request_id, method=method, error=error):
+                assert request_id is not None
+                exc = RpcError.from_error(
+                    error.code,
+                    error.message,
+                    error.data,
+                    server=self.server,
+                    method=method,
+                    request_id=request_id,
+                )
+                self._pending.resolve(request_id, outcome.Error(exc))
+            case UnexpectedResponse():
+                self._log.debug("late or unknown response ignored: %r", event)
+            case RequestReceived(request=request):
+                self._start_inbound(request)
+            case NotificationReceived(notification=notification):
+                self._on_notification(notification)
+
+    # ------------------------------------------------------------------ server -> client
+
+    def _on_notification(self, notification: Notification) -> None:
+        method, params = notification.method, notification.params
+        try:
+            decoded = decode_notification(method, params)
+        except InvalidMessage as exc:
+            self._log.warning("invalid %s notification: %s", method, exc)
+            return
+        match method:
+            case "notifications/progress":
+                self._on_progress(decoded)
+            case "notifications/message":
+                level = getattr(decoded, "level", "info")
+                data = getattr(decoded, "data", None)
+                name = getattr(decoded, "logger", None)
+                self._log.log(_LOG_LEVELS.get(level, logging.INFO), "%s%s", _prefix(name), data)
+                self.publish(ServerLogged(server=self.server, level=level, data=data, logger=name))
+            case "notifications/tools/list_changed":
+                self._want_relist("tools")
+            case "notifications/resources/list_changed":
+                self._want_relist("resources")
+            case "notifications/prompts/list_changed":
+                self._want_relist("prompts")
+            case "notifications/resources/updated":
+                uri = getattr(decoded, "uri", None)
+                if isinstance(uri, str):
+                    self.publish(ResourceUpdated(server=self.server, uri=uri))
+            case "notifications/cancelled":
+                request_id = getattr(decoded, "request_id", None)
+                scope = self._inbound.get(request_id) if request_id is not None else None
+                if scope is not None:
+                    self._conn.inbound_cancelled(request_id)  # type: ignore[arg-type]
+                    scope.cancel()
+            case _:
+                self._log.debug("notification %s ignored", method)
+
+    def _on_progress(self, params: Any) -> None:
+        if not isinstance(params, ProgressNotificationParams):
+            return
+        request_id = self._progress_tokens.get(params.progress_token)
+        call = self._calls.get(request_id) if request_id is not None else None
+        if call is None:
+            return
+        if call.timeout is not None and call.scope is not None:
+            call.scope.deadline = min(trio.current_time() + call.timeout, call.hard_deadline)
+        if call.progress is not None:
+            try:
+                call.progress(params)
+            except Exception:  # the host's callback: log it and stop calling it
+                self._log.exception("progress callback failed; it is not called again")
+                call.progress = None
+
+    def _start_inbound(self, request: Request) -> None:
+        if len(self._inbound) >= MAX_INBOUND_REQUESTS or self._nursery is None:
+            self._answer_error(request.id, -32603, "too many concurrent requests from the server")
+            return
+        scope = trio.CancelScope()
+        self._inbound[request.id] = scope
+        self._nursery.start_soon(self._serve_inbound, request, scope)
+
+    async def _serve_inbound(self, request: Request, scope: trio.CancelScope) -> None:
+        answered = False
+        try:
+            with scope:
+                result = await self._answer(request)
+                answered = True
+                if request.id in self._conn.inbound:
+                    self._send_best_effort(serialize(self._conn.respond(request.id, result)))
+        except RpcError as exc:
+            self._answer_error(request.id, exc.code, str(exc.args[0]) if exc.args else "")
+        except McpError as exc:
+            self._answer_error(request.id, -32603, str(exc))
+        except Exception as exc:  # the host's callback failed: answer, log, go on
+            self._log.exception("handling %s from the server failed", request.method)
+            self._answer_error(request.id, -32603, f"the client failed: {type(exc).__name__}")
+        finally:
+            self._inbound.pop(request.id, None)
+            if not answered and scope.cancelled_caught:
+                self._log.debug("server cancelled its %s request", request.method)
+
+    def _answer_error(self, request_id: RequestId, code: int, message: str) -> None:
+        if request_id in self._conn.inbound:
+            self._send_best_effort(serialize(self._conn.respond_error(request_id, code, message)))
+
+    async def _answer(self, request: Request) -> Mapping[str, Any]:
+        method = request.method
+        callbacks = self.callbacks
+        if method == "ping":
+            return {}
+        handler: Callable[[], Awaitable[Any]] | None = None
+        if method == "roots/list" and callbacks.list_roots is not None:
+            list_roots = callbacks.list_roots
+
+            async def handler() -> Any:
+                return {"roots": [_wire(root) for root in await list_roots(self.server)]}
+
+        elif method == "sampling/createMessage" and callbacks.sampling is not None:
+            sampling, params = callbacks.sampling, decode_params(method, request.params)
+
+            async def handler() -> Any:
+                return await sampling(self.server, params)
+
+        elif method == "elicitation/create" and callbacks.elicitation is not None:
+            elicitation, params = callbacks.elicitation, decode_params(method, request.params)
+            mode = getattr(params, "mode", None) or "form"
+            if mode not in callbacks.elicitation_modes:
+                raise RpcError.from_error(-32602, f"elicitation mode {mode!r} is not supported")
+
+            async def handler() -> Any:
+                return await elicitation(self.server, params)
+
+        if handler is None:
+            raise RpcError.from_error(-32601, f"method not found: {method}")
+        answer = _wire(await handler())
+        if not isinstance(answer, Mapping):
+            raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
+        return answer
+
+
+def _wire(value: Any) -> Any:
+    return value if isinstance(value, Mapping) else unstructure(value)
+
+
+def _prefix(name: str | None) -> str:
+    return f"[{name}] " if name else ""
+
+
+def _decode_each(raw: list[Any], cls: type[Any], key: str) -> tuple[Any, ...]:
+    out = []
+    for index, item in enumerate(raw):
+        try:
+            out.append(structure(item, cls, path=f"$.result.{key}[{index}]"))
+        except InvalidMessage as exc:
+            logger.warning("skipping malformed %s entry: %s", key, exc)
+    return tuple(out)
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trio-mcp")
+    except PackageNotFoundError:  # pragma: no cover - source tree never installed
+        return "0+unknown"

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from trio_mcp.actors._naming import registered_name, valid_server_name
+
+
+def test_plain_names_are_prefixed_and_sanitized() -> None:
+    assert registered_name("github", "create_issue") == "mcp_github_create_issue"
+    assert registered_name("my-server", "get.file") == "mcp_my_server_get_file"
+    assert registered_name("a", "b c/d") == "mcp_a_b_c_d"
+
+
+def test_a_64_character_name_is_kept() -> None:
+    tool = "t" * (64 - len("mcp_s_"))
+    assert registered_name("s", tool) == f"mcp_s_{tool}"
+
+
+def test_a_long_name_is_cut_and_hashed_stably() -> None:
+    tool = "x" * 70
+    digest = hashlib.sha256(b"srv\0" + tool.encode()).hexdigest()[:8]
+    name = registered_name("srv", tool)
+    assert name == ("mcp_srv_" + "x" * 47) + "_" + digest
+    assert len(name) == 64
+    assert registered_name("srv", tool) == name
+
+
+def test_a_non_ascii_name_is_hashed_even_when_short() -> None:
+    digest = hashlib.sha256("s\0café".encode()).hexdigest()[:8]
+    assert registered_name("s", "café") == "mcp_s_caf_" + "_" + digest
+
+
+def test_names_differing_only_in_replaced_characters_collide_when_short() -> None:
+    assert registered_name("s", "a-b") == registered_name("s", "a_b") == "mcp_s_a_b"
+
+
+@pytest.mark.parametrize(
+    ("name", "ok"),
+    [("github", True), ("my.server-2_x", True), ("", False), ("a b", False), ("ünï", False)],
+)
+def test_server_names(name: str, ok: bool) -> None:
+    assert valid_server_name(name) is ok

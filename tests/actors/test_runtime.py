@@ -1,0 +1,615 @@
+"""The runtime against the in-memory fake server, on trio's virtual clock (exact times)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_mcp.actors._backoff import RetryPolicy
+from trio_mcp.actors._callbacks import HostCallbacks
+from trio_mcp.actors._config import RuntimeConfig, ServerConfig
+from trio_mcp.actors._events import (
+    ResourceUpdated,
+    ServerLogged,
+    ServerState,
+    ServerStateChanged,
+)
+from trio_mcp.actors._fakes import FakeServer, FakeTool, ToolContext
+from trio_mcp.actors._registry import ReplaceTools, ToolsChanged
+from trio_mcp.actors._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.protocol import (
+    CallTimeout,
+    InvalidMessage,
+    MethodNotFound,
+    ProgressNotificationParams,
+    RuntimeClosed,
+    ServerDisconnected,
+    ServerUnavailable,
+    Tool,
+    ToolNotFound,
+)
+
+# Every test runs on trio's virtual clock (autojump): times are exact and nothing waits.
+Clock = trio.testing.MockClock
+
+
+def config(*servers: ServerConfig, **options: Any) -> RuntimeConfig:
+    options.setdefault("retry", RetryPolicy(jitter=0.0))
+    return RuntimeConfig(servers=servers, **options)
+
+
+async def registered(rt: Runtime, name: str) -> None:
+    """Wait until ``name`` is in the tool table."""
+    while name not in rt.tools():
+        await rt.wait_tools_changed(rt.tools_version)
+
+
+async def hang(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+    await trio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------- connecting
+
+
+async def test_first_connect_is_retried_after_1_2_4_8_16_s_then_parked(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", refuse_connects=1000, tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        statuses = await rt.wait_ready()
+        assert trio.current_time() == 31
+        assert fake.connect_times == [0, 1, 3, 7, 15, 31]
+        status = statuses["s"]
+        assert status.state is ServerState.PARKED
+        assert status.next_attempt_at == 331
+        assert status.last_error is not None
+        assert "refused connection attempt 6" in status.last_error
+        await trio.sleep_until(331.5)
+        assert fake.connect_times[-1] == 331
+        assert rt.status()["s"].next_attempt_at == 631
+
+
+async def test_a_parked_server_comes_back_on_its_probe(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", refuse_connects=6, tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        assert rt.status()["s"].state is ServerState.PARKED
+        await rt.wait_tools_changed(0)
+        assert trio.current_time() == 331
+        assert rt.status()["s"].state is ServerState.READY
+        assert set(rt.tools()) == {"mcp_s_t"}
+
+
+async def test_parking_can_be_turned_off(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", refuse_connects=1000)
+    retry = RetryPolicy(jitter=0.0, park_probe_interval=None)
+    async with open_runtime(config(fake.server_config(), retry=retry)) as rt:
+        statuses = await rt.wait_ready()
+        assert statuses["s"].state is ServerState.FAILED
+        assert statuses["s"].next_attempt_at is None
+        rt.reconnect("s")  # an operator can still ask for an attempt
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(fake.connect_times) == 7
+
+
+async def test_a_server_that_fails_to_start_is_never_silent(
+    autojump_clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trio_mcp")
+    good = FakeServer(name="good", tools=[FakeTool("t")])
+    bad = FakeServer(name="bad", initialize_error=(-32603, "database is down"))
+    async with open_runtime(config(good.server_config(), bad.server_config())) as rt:
+        with rt.events() as events:
+            statuses = await rt.wait_ready(timeout=0.5)
+            assert statuses["good"].state is ServerState.READY
+            assert statuses["bad"].state is ServerState.CONNECTING
+            assert statuses["bad"].last_error is not None
+            assert "database is down" in statuses["bad"].last_error
+            seen = []
+            while True:
+                try:
+                    seen.append(events.receive_nowait())
+                except trio.WouldBlock:
+                    break
+    failures = [e for e in seen if isinstance(e, ServerStateChanged) and e.server == "bad"]
+    assert any("database is down" in (e.reason or "") for e in failures)
+    assert any("database is down" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_connect_timeout_closes_the_attempt_and_retries(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", hang={"initialize"})
+    server = fake.server_config(connect_timeout=5)
+    async with open_runtime(config(server)) as rt:
+        await trio.sleep(7)
+        status = rt.status()["s"]
+        assert status.last_error is not None
+        assert "did not become ready within 5 s" in status.last_error
+        assert fake.connect_times == [0, 6]
+        assert fake.connections == 1  # the timed-out connection was closed
+
+
+async def test_protocol_versions_are_negotiated_and_unknown_ones_refused(
+    autojump_clock: Clock,
+) -> None:
+    old = FakeServer(name="old", initialize_version="2024-11-05", tools=[FakeTool("t")])
+    odd = FakeServer(name="odd", initialize_version="2099-01-01")
+    async with open_runtime(config(old.server_config(), odd.server_config())) as rt:
+        statuses = await rt.wait_ready(timeout=0.5)
+        assert statuses["old"].protocol_version == "2024-11-05"
+        assert statuses["old"].state is ServerState.READY
+        error = statuses["odd"].last_error or ""
+        assert "UnsupportedVersion" in error
+        assert "'2099-01-01'" in error
+        assert "'2025-11-25'" in error
+    method, params = old.requests[0]
+    assert method == "initialize"
+    assert params is not None
+    assert params["protocolVersion"] == "2025-11-25"
+    assert params["clientInfo"]["name"] == "trio-mcp"
+    assert ("notifications/initialized", None) in old.notifications
+
+
+# --------------------------------------------------------------------------- calls
+
+
+async def test_a_call_returns_the_decoded_result(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("echo")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        result = await rt.call("mcp_s_echo", {"b": 2, "a": 1})
+        assert result.text == '{"a":1,"b":2}'
+        assert result.is_error in (None, False)
+        assert ("tools/call", {"name": "echo", "arguments": {"b": 2, "a": 1}}) in fake.requests
+
+
+async def test_unknown_tools_and_unready_servers_fail_fast(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", refuse_connects=3)
+    async with open_runtime(config(fake.server_config())) as rt:
+        await trio.sleep(0.5)
+        with pytest.raises(ToolNotFound, match="no tool named 'mcp_s_x'"):
+            await rt.call("mcp_s_x")
+        with pytest.raises(ServerUnavailable) as info:
+            await rt.request("s", "ping")
+        assert "server 's' is connecting" in str(info.value)
+        assert "next connection attempt in 0.5 s" in str(info.value)
+        assert info.value.next_attempt_at == 1
+        assert trio.current_time() == 0.5
+        with pytest.raises(ServerUnavailable, match="configured: s"):
+            await rt.request("nope", "ping")
+        # a bounded wait for the server instead of failing fast
+        assert await rt.request("s", "ping", wait_ready=10) == {}
+        assert trio.current_time() == 7
+
+
+async def test_a_call_pending_on_a_server_that_dies_fails_at_once(
+    autojump_clock: Clock, nursery: trio.Nursery
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("slow", handler=hang), FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+
+        async def kill() -> None:
+            await trio.sleep(5)
+            await fake.disconnect()
+
+        nursery.start_soon(kill)
+        with pytest.raises(ServerDisconnected) as info:
+            await rt.call("mcp_s_slow", timeout=100)
+        assert trio.current_time() == 5
+        assert info.value.sent is True
+        assert "outcome is unknown" in str(info.value)
+        # withdrawn in the same step in which the call failed
+        assert "mcp_s_slow" not in rt.tools()
+        assert rt.status()["s"].state is ServerState.RECONNECTING
+
+
+async def test_three_drops_in_a_row_are_recovered_with_backoff(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        for drop_at in (10, 20, 30):
+            await trio.sleep_until(drop_at)
+            await fake.disconnect()
+            await trio.testing.wait_all_tasks_blocked()
+            assert rt.tools() == {}
+        await registered(rt, "mcp_s_t")
+        assert fake.connect_times == [0, 11, 22, 34]
+        assert (await rt.call("mcp_s_t")).text == "{}"
+        # a connection that stayed up past healthy_after (60 s) resets the backoff
+        await trio.sleep_until(200)
+        await fake.disconnect()
+        await trio.testing.wait_all_tasks_blocked()
+        await registered(rt, "mcp_s_t")
+        assert fake.connect_times[-1] == 201
+
+
+async def test_a_timeout_sends_notifications_cancelled(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("slow", handler=hang), FakeTool("t")])
+    async with open_runtime(config(fake.server_config(timeout=3))) as rt:
+        await rt.wait_ready()
+        with pytest.raises(CallTimeout) as info:
+            await rt.call("mcp_s_slow")
+        assert trio.current_time() == 3
+        assert "got no answer in 3 s" in str(info.value)
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.cancellations == [info.value.request_id]
+        # the connection is fine afterwards
+        assert (await rt.call("mcp_s_t")).text == "{}"
+
+
+async def test_a_cancelled_caller_cancels_the_request_on_the_server(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("slow", handler=hang)])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        with trio.move_on_after(2):
+            await rt.call("mcp_s_slow")
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(fake.cancellations) == 1
+
+
+async def test_progress_reaches_the_caller_and_can_extend_the_timer(autojump_clock: Clock) -> None:
+    async def work(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        for step in range(1, 4):
+            await trio.sleep(2)
+            await ctx.progress(step, total=3, message=f"step {step}")
+        return "done"
+
+    fake = FakeServer(name="s", tools=[FakeTool("work", handler=work)])
+    server = fake.server_config(timeout=3, progress_resets_timeout=True, max_call_time=100)
+    async with open_runtime(config(server)) as rt:
+        await rt.wait_ready()
+        seen: list[ProgressNotificationParams] = []
+        result = await rt.call("mcp_s_work", progress=seen.append)
+        assert result.text == "done"
+        assert trio.current_time() == 6  # 6 s in all, past the 3 s timeout, thanks to progress
+        assert [(p.progress, p.total, p.message) for p in seen] == [
+            (1, 3, "step 1"),
+            (2, 3, "step 2"),
+            (3, 3, "step 3"),
+        ]
+
+
+async def test_the_absolute_cap_bounds_a_call_that_keeps_reporting_progress(
+    autojump_clock: Clock,
+) -> None:
+    async def chatty(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        while True:
+            await trio.sleep(1)
+            await ctx.progress(1)
+
+    fake = FakeServer(name="s", tools=[FakeTool("chatty", handler=chatty)])
+    server = fake.server_config(timeout=3, progress_resets_timeout=True, max_call_time=10)
+    async with open_runtime(config(server)) as rt:
+        await rt.wait_ready()
+        with pytest.raises(CallTimeout):
+            await rt.call("mcp_s_chatty")
+        assert trio.current_time() == 10
+
+
+# --------------------------------------------------------------------------- listing
+
+
+async def test_list_changed_is_debounced_and_replaces_the_tools_atomically(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("a")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        with rt.events() as events:
+            fake.set_tools([FakeTool("b"), FakeTool("c")])
+            for at in (5.0, 5.1, 5.2):
+                await trio.sleep_until(at)
+                await fake.emit_list_changed()
+            version = await rt.wait_tools_changed(rt.tools_version)
+            assert trio.current_time() == pytest.approx(5.45)
+            change = events.receive_nowait()
+            assert isinstance(change, ToolsChanged)
+            assert (change.added, change.removed, change.version) == (
+                ("mcp_s_b", "mcp_s_c"),
+                ("mcp_s_a",),
+                version,
+            )
+        assert set(rt.tools()) == {"mcp_s_b", "mcp_s_c"}
+        assert [m for m, _ in fake.requests].count("tools/list") == 2
+
+
+async def test_a_late_listing_from_a_dead_connection_is_dropped(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("live")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        supervisor = rt._supervisors["s"]
+        old = supervisor.session
+        assert old is not None
+        await fake.disconnect()
+        await trio.testing.wait_all_tasks_blocked()
+        await registered(rt, "mcp_s_live")  # withdrawn, then registered again
+        assert rt.registry.snapshot()["mcp_s_live"].generation == 2
+        stale = (Tool(name="stale", input_schema={"type": "object"}),)
+        old.on_listing(old, "tools", stale, ())
+        assert rt.registry.apply(ReplaceTools(server="s", generation=1, tools=stale)) is None
+        assert set(rt.tools()) == {"mcp_s_live"}
+
+
+async def test_pages_are_followed_and_filters_applied(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", page_size=2, tools=[FakeTool(f"t{i}") for i in range(5)])
+    server = fake.server_config(tools_include=("t*",), tools_exclude=("t3",))
+    async with open_runtime(config(server)) as rt:
+        await rt.wait_ready()
+        assert set(rt.tools()) == {"mcp_s_t0", "mcp_s_t1", "mcp_s_t2", "mcp_s_t4"}
+        assert [m for m, _ in fake.requests].count("tools/list") == 3
+
+
+async def test_a_cursor_cycle_fails_that_server_alone(autojump_clock: Clock) -> None:
+    looping = FakeServer(
+        name="loop", page_size=1, cursor_cycle=True, tools=[FakeTool("a"), FakeTool("b")]
+    )
+    good = FakeServer(name="good", tools=[FakeTool("t")])
+    async with open_runtime(config(looping.server_config(), good.server_config())) as rt:
+        statuses = await rt.wait_ready(timeout=0.5)
+        assert statuses["good"].state is ServerState.READY
+        assert "cursors go round in a circle" in (statuses["loop"].last_error or "")
+        assert set(rt.tools()) == {"mcp_good_t"}
+
+
+async def test_too_many_tools_fail_that_server_alone(autojump_clock: Clock) -> None:
+    big = FakeServer(name="big", tools=[FakeTool(f"t{i}") for i in range(30)])
+    async with open_runtime(config(big.server_config(), max_list_entries=20)) as rt:
+        statuses = await rt.wait_ready(timeout=0.5)
+        assert "more than 20 entries (max_list_entries)" in (statuses["big"].last_error or "")
+
+
+async def test_a_malformed_tool_is_refused_alone(autojump_clock: Clock) -> None:
+    fake = FakeServer(
+        name="s",
+        tools=[
+            FakeTool("ok"),
+            {"name": "bad", "inputSchema": []},
+            {"description": "no name"},
+            {"name": "bare"},
+        ],
+    )
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        assert set(rt.tools()) == {"mcp_s_ok", "mcp_s_bare"}
+        refused = rt.status()["s"].refused_tools
+        assert [r.tool for r in refused] == ["bad", None]
+        assert "$.result.tools[1].inputSchema" in refused[0].reason
+
+
+# --------------------------------------------------------------------------- server requests
+
+
+async def test_ping_is_answered_and_undeclared_capabilities_get_32601(
+    autojump_clock: Clock,
+) -> None:
+    answers: dict[str, Any] = {}
+
+    async def probe(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        answers["ping"] = await ctx.request("ping")
+        try:
+            await ctx.request("roots/list")
+        except MethodNotFound as exc:
+            answers["roots"] = exc.code
+        return "ok"
+
+    fake = FakeServer(name="s", tools=[FakeTool("probe", handler=probe)])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        await rt.call("mcp_s_probe")
+    assert answers == {"ping": {}, "roots": -32601}
+    assert fake.requests[0][1] is not None
+    assert fake.requests[0][1]["capabilities"] == {}
+
+
+async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clock: Clock) -> None:
+    answers: dict[str, Any] = {}
+
+    async def probe(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        answers["roots"] = await ctx.request("roots/list")
+        answers["sampling"] = await ctx.request(
+            "sampling/createMessage",
+            {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                "maxTokens": 10,
+            },
+        )
+        answers["elicitation"] = await ctx.request(
+            "elicitation/create",
+            {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}},
+        )
+        return "ok"
+
+    async def roots(server: str) -> list[dict[str, Any]]:
+        return [{"uri": "file:///work", "name": server}]
+
+    async def sample(server: str, params: Any) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}
+
+    async def elicit(server: str, params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": params.message}}
+
+    callbacks = HostCallbacks(list_roots=roots, sampling=sample, elicitation=elicit)
+    fake = FakeServer(name="s", tools=[FakeTool("probe", handler=probe)])
+    async with open_runtime(config(fake.server_config()), callbacks=callbacks) as rt:
+        await rt.wait_ready()
+        await rt.call("mcp_s_probe")
+    assert answers["roots"] == {"roots": [{"uri": "file:///work", "name": "s"}]}
+    assert answers["sampling"]["content"]["text"] == "hello"
+    assert answers["elicitation"] == {"action": "accept", "content": {"name": "name?"}}
+    init = fake.requests[0][1]
+    assert init is not None
+    assert init["capabilities"] == {
+        "roots": {"listChanged": False},
+        "sampling": {},
+        "elicitation": {"form": {}},
+    }
+
+
+async def test_server_logs_reach_the_host_log_and_the_events(
+    autojump_clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def chatty(arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+        await ctx.log("warning", {"disk": "almost full"}, logger="storage")
+        return "ok"
+
+    caplog.set_level(logging.DEBUG, logger="trio_mcp.server.s")
+    fake = FakeServer(name="s", tools=[FakeTool("chatty", handler=chatty)])
+    async with open_runtime(config(fake.server_config(log_level="info"))) as rt:
+        await rt.wait_ready()
+        with rt.events() as events:
+            await rt.call("mcp_s_chatty")
+            event = events.receive_nowait()
+    assert event == ServerLogged(
+        server="s", level="warning", data={"disk": "almost full"}, logger="storage"
+    )
+    assert fake.log_levels == ["info"]
+    record = next(
+        r for r in caplog.records if r.name == "trio_mcp.server.s" and "disk" in r.getMessage()
+    )
+    assert record.levelno == logging.WARNING
+
+
+async def test_resource_subscriptions_and_updates(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", resources=[{"uri": "file:///a", "name": "a"}])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        assert await rt.request("s", "resources/subscribe", {"uri": "file:///a"}) == {}
+        assert fake.subscriptions == {"file:///a"}
+        with rt.events() as events:
+            await fake.notify_resource_updated("file:///a")
+            await trio.testing.wait_all_tasks_blocked()
+            assert events.receive_nowait() == ResourceUpdated(server="s", uri="file:///a")
+
+
+# --------------------------------------------------------------------------- bad frames
+
+
+class _Inject:
+    """A transport wrapper that, once armed, slips extra frames in before the next frame the
+    server sends."""
+
+    def __init__(self, inner: Any, frames: list[bytes]) -> None:
+        self.inner, self.frames = inner, frames
+        self.held: list[bytes] = []
+
+    async def send(self, frame: bytes) -> None:
+        await self.inner.send(frame)
+
+    async def receive(self) -> bytes:
+        if self.held:
+            await trio.lowlevel.checkpoint()
+            return self.held.pop(0)
+        frame = bytes(await self.inner.receive())
+        if self.frames:
+            self.held = [*self.frames[1:], frame]
+            frame = self.frames[0]
+            self.frames.clear()
+        return frame
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_malformed_frame_fails_only_the_call_it_answers(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    injected: list[bytes] = []
+
+    def factory() -> Any:
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def connect() -> Any:
+            async with fake.connect() as transport:
+                yield _Inject(transport, injected)
+
+        return connect()
+
+    server = ServerConfig(name="s", transport_factory=factory)
+    async with open_runtime(config(server)) as rt:
+        await rt.wait_ready()
+        injected.extend([b"}{ not json", b'{"jsonrpc":"2.0","id":3,"result":"not an object"}'])
+        with pytest.raises(InvalidMessage, match=r"\$\.result"):
+            await rt.call("mcp_s_t")  # request id 3: its answer was the malformed frame
+        started = trio.current_time()
+        assert (await rt.call("mcp_s_t")).text == "{}"
+        assert trio.current_time() == started
+
+
+# --------------------------------------------------------------------------- embedding
+
+
+async def test_closing_withdraws_everything_and_later_calls_raise_runtime_closed(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        assert rt.tools()
+    assert rt.state is RuntimeState.CLOSED
+    assert rt.tools() == {}
+    assert rt.status()["s"].state is ServerState.STOPPED
+    assert fake.connections == 0
+    with pytest.raises(RuntimeClosed):
+        await rt.call("mcp_s_t")
+    await rt.aclose()  # a second close is a no-op
+
+
+async def test_the_hosts_finally_can_still_call_while_being_cancelled(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    results: list[str] = []
+    with trio.move_on_after(10):
+        async with open_runtime(config(fake.server_config())) as rt:
+            await rt.wait_ready()
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    results.append((await rt.call("mcp_s_t", {"x": 1})).text)
+    assert results == ['{"x":1}']
+    assert rt.state is RuntimeState.CLOSED
+
+
+async def test_an_error_in_the_body_comes_out_alone(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    with pytest.raises(KeyError):
+        async with open_runtime(config(fake.server_config())):
+            raise KeyError("mine")
+
+
+async def test_serve_runtime_in_the_hosts_own_nursery(
+    autojump_clock: Clock, nursery: trio.Nursery
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    rt: Runtime = await nursery.start(serve_runtime, config(fake.server_config()))
+    await rt.wait_ready()
+    assert (await rt.call("mcp_s_t")).text == "{}"
+    await rt.aclose()
+    assert rt.state is RuntimeState.CLOSED
+    assert fake.connections == 0
+
+
+async def test_ready_only_tools_and_disabled_servers(autojump_clock: Clock) -> None:
+    on = FakeServer(name="on", tools=[FakeTool("t")])
+    off = FakeServer(name="off", tools=[FakeTool("t")])
+    servers = (on.server_config(), off.server_config(enabled=False))
+    async with open_runtime(config(*servers)) as rt:
+        statuses = await rt.wait_ready()
+        assert statuses["off"].state is ServerState.DISABLED
+        assert off.connect_times == []
+        assert set(rt.tools(ready_only=True)) == {"mcp_on_t"}
+
+
+async def test_the_master_switch_connects_nothing(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config(), enabled=False)) as rt:
+        statuses = await rt.wait_ready()
+        assert statuses["s"].state is ServerState.DISABLED
+        assert fake.connect_times == []

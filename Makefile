@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: setup test lint typecheck pytest fmt clean
+.PHONY: setup demo test lint typecheck pytest fmt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,9 @@ $(PY):
 
 setup: $(PY)
 	$(PIP) install --quiet -e '.[test]' --config-settings editable_mode=strict
+
+demo: setup
+	$(VENV)/bin/trio-mcp demo
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
+
+import trio
 
 __all__ = ["main"]
 
@@ -20,20 +23,32 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp",
-        description=(
-            "trio-mcp: the MCP client runtime for trio agent hosts. "
-            "The commands that talk to servers arrive with the runtime; "
-            "this build offers --version and --help."
-        ),
+        description="trio-mcp: the MCP client runtime for trio agent hosts.",
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser(
+        "demo",
+        help="run the runtime against embedded demo servers (stdio subprocesses, no network)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
-    parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    levels = (logging.WARNING, logging.INFO, logging.DEBUG)
+    logging.basicConfig(
+        level=levels[min(args.verbose, 2)], format="  [%(levelname)s %(name)s] %(message)s"
+    )
+    if args.command == "demo":
+        from ._demo import run_demo
+
+        return trio.run(run_demo)
     parser.print_help(sys.stdout)
     return 0
 

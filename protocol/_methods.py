@@ -28,6 +28,7 @@ __all__ = [
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
     "INPUT_REQUIRED_METHODS",
+    "LEGACY_TASK_METHODS",
     "REVISIONS",
     "SERVER_NOTIFICATIONS",
     "SERVER_REQUESTS",
@@ -59,6 +60,11 @@ INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "resources/rea
 
 #: The methods whose result may be ``resultType: "task"`` (tasks extension).
 TASK_RESULT_METHODS: frozenset[str] = frozenset({"tools/call"})
+#: Methods whose 2025-11-25 answer may be a task (``CreateTaskResult``) when the request was
+#: task-augmented: tools/call from the client, sampling and elicitation from the server.
+LEGACY_TASK_METHODS: frozenset[str] = frozenset(
+    {"tools/call", "sampling/createMessage", "elicitation/create"}
+)
 
 _LEGACY_LAST = "2025-11-25"
 _MODERN = "2026-07-28"
@@ -292,7 +298,8 @@ def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.resu
     """Decode the ``result`` of a request ``method`` into its wire type, by ``resultType``.
 
     - absent or ``"complete"``: the method's result type. A 2025-11-25 task-augmented
-      ``tools/call`` answer (``task`` and no ``content``, no ``resultType``) gives a
+      ``tools/call``, ``sampling/createMessage`` or ``elicitation/create`` answer (``task``
+      and no ``content`` or ``action``, no ``resultType``) gives a
       :class:`CreateTaskResult`.
     - ``"input_required"``: an :class:`InputRequiredResult`, for ``tools/call``,
       ``resources/read`` and ``prompts/get`` only, and only with ``inputRequests`` or
@@ -312,9 +319,10 @@ def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.resu
     if result_type is None or result_type == "complete":
         if (
             result_type is None
-            and method == "tools/call"
+            and method in LEGACY_TASK_METHODS
             and "task" in result
             and "content" not in result
+            and "action" not in result
         ):
             return structure(result, t.CreateTaskResult, path=path)
         return structure(result, spec.result, path=path)

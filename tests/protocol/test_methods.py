@@ -437,3 +437,17 @@ def test_wire_types_decode_maps_of_input_requests() -> None:
         "a": t.ListRootsRequest(),
         "b": t.ElicitRequest(params=t.ElicitRequestURLParams(message="m", url="https://x.example")),
     }
+
+
+def test_a_task_augmented_sampling_or_elicitation_answer_is_a_task() -> None:
+    task = {
+        "task": {
+            "taskId": "t1",
+            "status": "working",
+            "createdAt": "2025-11-25T10:00:00Z",
+            "lastUpdatedAt": "2025-11-25T10:00:00Z",
+            "ttl": None,
+        }
+    }
+    for method in ("sampling/createMessage", "elicitation/create", "tools/call"):
+        assert isinstance(m.decode_result(method, task), t.CreateTaskResult)

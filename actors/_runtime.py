@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from enum import Enum
 from types import MappingProxyType
@@ -38,6 +38,7 @@ from ..transports._stdio import StdioParameters, open_stdio_transport
 from ._callbacks import HostCallbacks
 from ._config import RuntimeConfig, ServerConfig, TransportKind
 from ._events import EventBus, EventSubscription, ServerState
+from ._redact import redact, redact_text
 from ._registry import RegisteredTool, Registry
 from ._session import ProgressCallback, Session
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor
@@ -61,8 +62,12 @@ class RuntimeState(Enum):
     CLOSED = "closed"
 
 
-def open_default_transport(config: ServerConfig) -> AbstractAsyncContextManager[Transport]:
-    """The transport for a server's configuration (a fresh one on every call)."""
+def open_default_transport(
+    config: ServerConfig, on_stderr_line: Callable[[str], None] | None = None
+) -> AbstractAsyncContextManager[Transport]:
+    """The transport for a server's configuration (a fresh one on every call).
+
+    ``on_stderr_line`` gets every line a stdio server writes to stderr."""
     kind = config.transport_kind
     if kind is TransportKind.CUSTOM:
         assert config.transport_factory is not None
@@ -76,22 +81,13 @@ def open_default_transport(config: ServerConfig) -> AbstractAsyncContextManager[
                 env=dict(config.env),
                 cwd=config.cwd,
                 max_frame_bytes=config.max_frame_bytes,
-                on_stderr_line=_stderr_logger(config.name),
+                on_stderr_line=on_stderr_line,
             )
         )
     raise ConnectError(
         f"server {config.name!r}: the {kind.value!r} transport is not available in this build "
         "of trio-mcp; use a stdio server or a custom transport_factory"
     )
-
-
-def _stderr_logger(server: str) -> Any:
-    log = logging.getLogger(f"trio_mcp.server.{server}.stderr")
-
-    def on_line(line: str) -> None:
-        log.debug("%s", line)
-
-    return on_line
 
 
 def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -188,11 +184,20 @@ class Runtime:
         session = await self._session_for(tool.server, wait_ready)
         server = self._supervisors[tool.server].config
         limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
-        logger.debug("call %s -> %s/%s", name, tool.server, tool.wire_name)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "call %s -> %s/%s %s", name, tool.server, tool.wire_name, redact(arguments or {})
+            )
         result = await session.call_tool(
             tool.wire_name, arguments, timeout=limit, progress=progress
         )
-        logger.debug("call %s done, isError=%s", name, result.is_error)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "call %s done: isError=%s %s",
+                name,
+                bool(result.is_error),
+                redact_text(result.text),
+            )
         return result
 
     async def request(

@@ -223,6 +223,10 @@ class Session:
         assert isinstance(result, InitializeResult)
         version = check_initialize_answer(LATEST_LEGACY, result.protocol_version)
         self._batches = features(version).batches
+        # Transports that carry the version themselves (HTTP: the MCP-Protocol-Version header).
+        set_version = getattr(self.transport, "set_protocol_version", None)
+        if callable(set_version):
+            set_version(version)
         self.info = SessionInfo(
             protocol_version=version,
             server_name=result.server_info.name,

@@ -94,7 +94,10 @@ class ServerSupervisor:
     runtime: RuntimeConfig
     registry: Registry
     callbacks: HostCallbacks
-    open_transport: Callable[[ServerConfig], AbstractAsyncContextManager[Transport]]
+    #: ``open_transport(config, on_stderr_line)``: a fresh transport for each attempt.
+    open_transport: Callable[
+        [ServerConfig, Callable[[str], None]], AbstractAsyncContextManager[Transport]
+    ]
     publish: Callable[[Any], None]
     rng: random.Random = attrs.field(factory=random.Random)
 
@@ -112,6 +115,10 @@ class ServerSupervisor:
     _changed: trio.Event = attrs.field(factory=trio.Event, init=False)
     _wake: trio.Event = attrs.field(factory=trio.Event, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
+    _stderr_log: logging.Logger = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._stderr_log = logging.getLogger(f"trio_mcp.server.{self.config.name}.stderr")
 
     # ------------------------------------------------------------------ reading
 
@@ -238,7 +245,7 @@ class ServerSupervisor:
     async def _connection(
         self, generation: int, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        async with self.open_transport(self.config) as transport:
+        async with self.open_transport(self.config, self._stderr_line) as transport:
             self._transport = transport
             session = Session(
                 config=self.config,
@@ -373,6 +380,12 @@ class ServerSupervisor:
 
     def _publish_from_session(self, event: ServerLogged | ResourceUpdated) -> None:
         self.publish(event)
+
+    def _stderr_line(self, line: str) -> None:
+        """A line the server wrote to stderr: logged at DEBUG and published as an event (stderr
+        is the server's own log, never an error signal in itself)."""
+        self._stderr_log.debug("%s", line)
+        self.publish(ServerLogged(server=self.name, level="debug", data=line, stderr=True))
 
     def _set_state(
         self,

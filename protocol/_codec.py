@@ -35,6 +35,7 @@ from ._errors import InvalidMessage
 
 __all__ = [
     "converter",
+    "json_kind",
     "register_tagged_union",
     "structure",
     "unstructure",
@@ -75,7 +76,7 @@ def _wire_names(cls: type) -> Mapping[str, str]:
 
 def _structure_str(value: Any, _: type) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {_json_kind(value)}")
+        raise TypeError(f"expected a string, got {json_kind(value)}")
     return value
 
 
@@ -83,13 +84,13 @@ def _structure_int(value: Any, _: type) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise TypeError(f"expected an integer, got {_json_kind(value)}")
+        raise TypeError(f"expected an integer, got {json_kind(value)}")
     return value
 
 
 def _structure_float(value: Any, _: type) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"expected a number, got {_json_kind(value)}")
+        raise TypeError(f"expected a number, got {json_kind(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError("expected a finite number")
     return value
@@ -97,19 +98,19 @@ def _structure_float(value: Any, _: type) -> float:
 
 def _structure_bool(value: Any, _: type) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"expected true or false, got {_json_kind(value)}")
+        raise TypeError(f"expected true or false, got {json_kind(value)}")
     return value
 
 
 def _structure_id(value: Any, _: type) -> int | str:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise TypeError(f"expected a string or an integer, got {_json_kind(value)}")
+        raise TypeError(f"expected a string or an integer, got {json_kind(value)}")
     return value
 
 
 def _structure_json_object(value: Any, _: type) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise TypeError(f"expected an object, got {_json_kind(value)}")
+        raise TypeError(f"expected an object, got {json_kind(value)}")
     return value
 
 
@@ -117,7 +118,8 @@ def _structure_any(value: Any, _: type) -> Any:
     return value
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How a JSON value is called in error messages ("a string", "an array", "null"...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -166,7 +168,7 @@ def _structure_sequence_factory(t: Any) -> Callable[[Any, Any], tuple[Any, ...]]
 
     def structure_sequence(value: Any, _: Any) -> tuple[Any, ...]:
         if not isinstance(value, list | tuple):
-            raise TypeError(f"expected an array, got {_json_kind(value)}")
+            raise TypeError(f"expected an array, got {json_kind(value)}")
         out: list[Any] = []
         errors: list[Exception] = []
         for index, item in enumerate(value):
@@ -205,7 +207,7 @@ def _structure_attrs_factory(cls: type) -> Callable[[Any, Any], Any]:
 
     def structure_attrs(value: Any, _: Any) -> Any:
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {_json_kind(value)}")
+            raise TypeError(f"expected an object, got {json_kind(value)}")
         obj = generated(value, cls)
         if has_extra and len(value) > len(known.intersection(value)):
             obj = attrs.evolve(
@@ -266,7 +268,7 @@ def register_tagged_union(
 
     def structure_union(value: Any, _: Any) -> Any:
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {_json_kind(value)}")
+            raise TypeError(f"expected an object, got {json_kind(value)}")
         kind = value.get(tag)
         member = members.get(kind) if isinstance(kind, str) else None
         if member is None:

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeAlias
 
 import attrs
 
+from ._codec import json_kind
 from ._errors import InvalidMessage, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
@@ -117,22 +118,6 @@ Message: TypeAlias = Request | Notification | Response | ErrorResponse
 # --------------------------------------------------------------------------- classification
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -148,7 +133,7 @@ def _request_id(obj: dict[str, Any], path: str) -> RequestId:
     value = obj["id"]
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
-    raise _invalid(f"an id must be a string or an integer, got {_kind(value)}", f"{path}.id")
+    raise _invalid(f"an id must be a string or an integer, got {json_kind(value)}", f"{path}.id")
 
 
 def classify(obj: Any, *, path: str = "$") -> Message:
@@ -166,7 +151,7 @@ def classify(obj: Any, *, path: str = "$") -> Message:
     string ``message``, or a mix of request and response members.
     """
     if type(obj) is not dict:
-        raise _invalid(f"expected a JSON-RPC message object, got {_kind(obj)}", path)
+        raise _invalid(f"expected a JSON-RPC message object, got {json_kind(obj)}", path)
     if obj.get("jsonrpc") != "2.0":
         if "jsonrpc" not in obj:
             raise _invalid('"jsonrpc": "2.0" is missing', f"{path}.jsonrpc")
@@ -175,7 +160,7 @@ def classify(obj: Any, *, path: str = "$") -> Message:
     if "method" in obj:
         method = obj["method"]
         if type(method) is not str:
-            raise _invalid(f"method must be a string, got {_kind(method)}", f"{path}.method")
+            raise _invalid(f"method must be a string, got {json_kind(method)}", f"{path}.method")
         if "result" in obj or "error" in obj:
             member = "result" if "result" in obj else "error"
             raise _invalid(
@@ -186,7 +171,7 @@ def classify(obj: Any, *, path: str = "$") -> Message:
             if type(params) is not dict:
                 raise _invalid(
                     f"params must be an object (MCP never passes params by position), "
-                    f"got {_kind(params)}",
+                    f"got {json_kind(params)}",
                     f"{path}.params",
                 )
         else:
@@ -202,20 +187,20 @@ def classify(obj: Any, *, path: str = "$") -> Message:
             raise _invalid("a response must carry the id of its request", f"{path}.id")
         result = obj["result"]
         if type(result) is not dict:
-            raise _invalid(f"result must be an object, got {_kind(result)}", f"{path}.result")
+            raise _invalid(f"result must be an object, got {json_kind(result)}", f"{path}.result")
         return Response(id=_request_id(obj, path), result=result)
 
     if "error" in obj:
         error = obj["error"]
         if type(error) is not dict:
-            raise _invalid(f"error must be an object, got {_kind(error)}", f"{path}.error")
+            raise _invalid(f"error must be an object, got {json_kind(error)}", f"{path}.error")
         code = error.get("code")
         if type(code) is not int:
-            got = _kind(code) if "code" in error else "nothing"
+            got = json_kind(code) if "code" in error else "nothing"
             raise _invalid(f"error.code must be an integer, got {got}", f"{path}.error.code")
         message = error.get("message")
         if type(message) is not str:
-            got = _kind(message) if "message" in error else "nothing"
+            got = json_kind(message) if "message" in error else "nothing"
             raise _invalid(f"error.message must be a string, got {got}", f"{path}.error.message")
         rid = obj.get("id")
         if rid is not None:

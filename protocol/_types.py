@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import attrs
 
-from ._codec import converter, register_tagged_union
+from ._codec import converter, json_kind, register_tagged_union
 from ._errors import ToolExecutionError
 
 __all__ = [
@@ -1491,22 +1491,9 @@ def _structure_as(value: Any, form: Any) -> Any:
     return converter.structure(value, form)
 
 
-def _kind(value: Any) -> str:
-    """How a JSON value is called in error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
-
-
 def _structure_resource_contents(value: Any, _: Any) -> ResourceContents:
     if not isinstance(value, dict):
-        raise TypeError(f"expected an object, got {_kind(value)}")
+        raise TypeError(f"expected an object, got {json_kind(value)}")
     if "text" in value:
         return converter.structure(value, TextResourceContents)
     if "blob" in value:
@@ -1522,7 +1509,7 @@ def _structure_sampling_content(value: Any, _: Any) -> Any:
 
 def _structure_input_response(value: Any, _: Any) -> InputResponse:
     if not isinstance(value, dict):
-        raise TypeError(f"expected an object, got {_kind(value)}")
+        raise TypeError(f"expected an object, got {json_kind(value)}")
     if "action" in value:
         return converter.structure(value, ElicitResult)
     if "roots" in value:
@@ -1552,7 +1539,7 @@ def _structure_skill_resources(value: Any, _: Any) -> tuple[SkillResourceRef, ..
         return value
     if isinstance(value, list):
         return _structure_as(value, tuple[SkillResourceRef, ...])  # type: ignore[no-any-return]
-    raise TypeError(f'expected an array of resources or "dynamic", got {_kind(value)}')
+    raise TypeError(f'expected an array of resources or "dynamic", got {json_kind(value)}')
 
 
 _CONTENT_MEMBERS: dict[str, type] = {

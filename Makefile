@@ -13,8 +13,20 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-setup: $(PY)
+# The npm reference servers of the interop tests (tests/interop/package-lock.json), installed
+# with `npm ci` when npm is there and the lockfile changed since the last install (npm writes
+# node_modules/.package-lock.json, the stamp). Without npm those interop tests skip.
+INTEROP_DIR   := tests/interop
+INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.package-lock.json
+HAVE_NPM      := $(shell command -v npm 2>/dev/null)
+
+setup: $(PY) $(if $(HAVE_NPM),$(INTEROP_STAMP))
 	$(PIP) install --quiet -e '.[test]' --config-settings editable_mode=strict
+	$(if $(HAVE_NPM),,@echo "npm not found: the npm interop tests (tests/interop) will be skipped")
+
+$(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
+	cd $(INTEROP_DIR) && npm ci --no-audit --no-fund
+	touch $@
 
 demo: setup
 	$(VENV)/bin/trio-mcp demo
@@ -43,4 +55,5 @@ fmt: setup
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .hypothesis \
+		$(INTEROP_DIR)/node_modules

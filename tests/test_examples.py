@@ -1,0 +1,168 @@
+"""The examples run for real: each one in a subprocess, against real stdio server processes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_host.py"
+
+#: The outcome of each scripted tool call of the open_runtime form, in order.
+SCRIPTED_OUTCOMES = [
+    "ok",
+    "ok",
+    "ok",
+    "ok",
+    "not_found",
+    "timeout",
+    "tool_error",
+    "ok",
+    "rpc_error",
+    "disconnected",
+    "ok",
+]
+
+
+def run_example(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_agent_host_with_open_runtime(tmp_path: Path) -> None:
+    done = run_example(cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, f"stdout:\n{out}\nstderr:\n{done.stderr}"
+    lines = out.splitlines()
+    assert lines[-1] == "OK: everything went as expected."
+    assert "UNEXPECTED" not in out
+    assert "Traceback" not in done.stderr
+
+    # The model is given 9 tools: the filtered-out one is not among them.
+    assert "The model is given 9 tools:" in lines
+    assert "mcp_weather_internal_reindex" not in out
+    # Every scripted call ended as a host must expect, in order.
+    kinds = [line[len("  <- [") :].split("]")[0] for line in lines if line.startswith("  <- [")]
+    assert kinds == SCRIPTED_OUTCOMES
+    assert '  <- [ok] {"body":"milk, eggs","title":"groceries"}' in lines
+    assert "    progress 4/4 step 4 of 4" in lines
+    assert "  <- [not_found] there is no tool named 'mcp_wether_forecast'" in lines
+    assert "  <- [timeout] no answer within 1.5 s" in lines
+    assert (
+        "  <- [tool_error] the archive is read-only until the nightly backup has finished"
+    ) in lines
+    assert f"  <- [ok] exported 2 notes to {tmp_path.as_uri()} as markdown" in lines
+    assert (
+        "  <- [rpc_error] the server refused the call (-32602): JSON-RPC error -32602 from "
+        "'desk' to tools/call: ticket 'T-404' does not exist"
+    ) in lines
+    assert any(
+        line.startswith("  <- [disconnected] the server went away; outcome unknown")
+        for line in lines
+    )
+    # The host callbacks answered the server's requests; the server's log came as an event.
+    assert f"  [host] 'desk' asked for the roots -> {tmp_path.as_uri()}" in lines
+    assert (
+        f"  [host] 'desk' asks the user 'Export the notes to {tmp_path.as_uri()}?' -> "
+        "{'format': 'markdown', 'include_archived': False}"
+    ) in lines
+    assert "  [event] desk log (info): exported 2 notes as markdown" in lines
+    assert "  [event] notes stderr: notes server ready" in lines
+    # The crash: tools withdrawn, a reconnect planned 1 s out, the call waits for it.
+    assert (
+        "  [event] tools changed (version 4): -mcp_notes_add_note -mcp_notes_archive "
+        "-mcp_notes_search -mcp_notes_sync"
+    ) in lines
+    assert any(
+        line.startswith("  [event] notes: ready -> reconnecting (next attempt in ")
+        for line in lines
+    )
+    assert "  [event] notes: reconnecting -> ready" in lines
+    assert out.count("; next connection attempt in ") == 1
+    assert "(the model's tool list is rebuilt: 5 tools)" in lines
+    # Shutdown: the finally: block still called a tool while cancelled; nothing is left.
+    assert (
+        "Saved from the finally: block, while cancelled: "
+        '{"body":"11 tool calls, 5 failed","title":"session summary"}'
+    ) in lines
+    assert "Session cancelled: True" in lines
+    for server in ("notes", "weather", "desk"):
+        assert f"  [event] {server}: ready -> stopped" in lines
+    assert "Shut down: every server stopped, all 3 server processes gone." in lines
+
+
+def test_agent_host_in_the_hosts_nursery(tmp_path: Path) -> None:
+    done = run_example("--nursery", cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, f"stdout:\n{out}\nstderr:\n{done.stderr}"
+    lines = out.splitlines()
+    assert lines[0] == "Starting the runtime in the host's own nursery..."
+    assert lines[-1] == "OK: everything went as expected."
+    assert "UNEXPECTED" not in out
+    assert "Traceback" not in done.stderr
+    assert "  mcp_notes_search <- [ok] 2 notes match: 'groceries', 'call the plumber'" in lines
+    assert "  mcp_weather_forecast <- [ok] Sunny, 21 °C, light wind from the west." in lines
+    assert "  mcp_weather_climate_report <- [ok] climate report: 3 sections, 12 charts" in lines
+    assert (
+        "A call after aclose(): RuntimeClosed: the runtime is closed; open a new one to make calls"
+    ) in lines
+    for server in ("notes", "weather", "desk"):
+        assert f"  [event] {server}: ready -> stopped" in lines
+    assert "Shut down: every server stopped, all 2 server processes gone." in lines
+
+
+def test_agent_host_help_names_both_forms(tmp_path: Path) -> None:
+    done = run_example("--help", cwd=tmp_path)
+    assert done.returncode == 0
+    assert "--nursery" in done.stdout
+    assert "serve_runtime" in done.stdout
+
+
+# --------------------------------------------------------------------------- docs/embedding.md
+
+GUIDE = EXAMPLE.parent.parent / "docs" / "embedding.md"
+FENCE = re.compile(r"^```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def guide_program() -> str:
+    """Every ``python`` block of the embedding guide, in order, as one module."""
+    blocks = FENCE.findall(GUIDE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 10, "the guide's python blocks were not found"
+    return "\n\n".join(blocks)
+
+
+def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
+    program = tmp_path / "guide.py"
+    program.write_text(guide_program(), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    # What the comments in the guide say each snippet prints.
+    assert lines[:2] == ["['mcp_demo_greet', 'mcp_demo_report']", '{"name":"Ada"}']
+    assert 'saved while cancelled: {"saved":true}' in lines
+    assert "60.0" in lines
+    assert "('{\"x\":1}', False)" in lines
+    assert "(\"there is no tool named 'mcp_demo_grete'\", True)" in lines
+    assert "progress 4/4 step 4 of 4" in lines
+    assert "{'roots': {'listChanged': False}, 'sampling': {}, 'elicitation': {'form': {}}}" in lines
+    assert "1 root, a short summary, markdown" in lines
+    assert "demo: connecting -> ready" in lines
+    assert "demo: ready -> stopped" in lines
+    assert "demo ready 2025-11-25 2" in lines
+    assert "Read me first." in lines
+    assert "user Review this python code." in lines
+    assert "['python', 'pyret']" in lines

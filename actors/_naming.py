@@ -12,7 +12,13 @@ import hashlib
 import re
 from typing import Final
 
-__all__ = ["MAX_NAME_LENGTH", "SERVER_NAME_PATTERN", "registered_name", "valid_server_name"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "SERVER_NAME_PATTERN",
+    "registered_name",
+    "tool_name_prefix",
+    "valid_server_name",
+]
 
 MAX_NAME_LENGTH: Final = 64
 _HEAD: Final = 55
@@ -32,3 +38,8 @@ def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:
         return plain
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{plain[:_HEAD]}_{digest}"
+
+
+def tool_name_prefix(server: str, *, prefix: str = "mcp") -> str:
+    """The start of every registered name of ``server``'s tools (``mcp_my_server_``)."""
+    return _UNSAFE.sub("_", f"{prefix}_{server}_")

@@ -38,6 +38,7 @@ from ..transports._stdio import StdioParameters, open_stdio_transport
 from ._callbacks import HostCallbacks
 from ._config import RuntimeConfig, ServerConfig, TransportKind
 from ._events import EventBus, EventSubscription, ServerState
+from ._naming import tool_name_prefix
 from ._redact import redact, redact_text
 from ._registry import RegisteredTool, Registry
 from ._session import ProgressCallback, Session
@@ -171,10 +172,11 @@ class Runtime:
         """
         self._check_open()
         tool = self.registry.get(name)
-        owner = self.registry.last_owner(name)
-        if tool is None and owner is not None and owner in self._supervisors:
-            # Withdrawn because its server is not ready: say so (or wait for it, if asked).
-            await self._session_for(owner, wait_ready)
+        if tool is None:
+            # Not registered now. If it belongs (or may belong, by its prefix) to a server that
+            # is not ready, say so, or wait for that server if asked to.
+            for owner in self._possible_owners(name):
+                await self._session_for(owner, wait_ready)
             tool = self.registry.get(name)
         if tool is None:
             raise ToolNotFound(
@@ -218,6 +220,20 @@ class Runtime:
             self._supervisor(server).config.timeout if isinstance(timeout, _UseDefault) else timeout
         )
         return await session.request(method, params, timeout=limit)
+
+    def _possible_owners(self, name: str) -> list[str]:
+        """Servers that are not ready and did offer ``name`` before, or whose tools would be
+        named with its prefix (a server that has not listed its tools yet)."""
+        owner = self.registry.last_owner(name)
+        if owner is not None:
+            candidates = [owner]
+        else:
+            candidates = [s for s in self._supervisors if name.startswith(tool_name_prefix(s))]
+        return [
+            s
+            for s in candidates
+            if s in self._supervisors and self._supervisors[s].state is not ServerState.READY
+        ]
 
     async def _session_for(self, server: str, wait_ready: float | None) -> Session:
         supervisor = self._supervisor(server)

@@ -172,8 +172,8 @@ async def test_unknown_tools_and_unready_servers_fail_fast(autojump_clock: Clock
     fake = FakeServer(name="s", refuse_connects=3)
     async with open_runtime(config(fake.server_config())) as rt:
         await trio.sleep(0.5)
-        with pytest.raises(ToolNotFound, match="no tool named 'mcp_s_x'"):
-            await rt.call("mcp_s_x")
+        with pytest.raises(ToolNotFound, match="no tool named 'mcp_t_x'"):
+            await rt.call("mcp_t_x")
         with pytest.raises(ServerUnavailable) as info:
             await rt.request("s", "ping")
         assert "server 's' is connecting" in str(info.value)
@@ -613,3 +613,17 @@ async def test_the_master_switch_connects_nothing(autojump_clock: Clock) -> None
         statuses = await rt.wait_ready()
         assert statuses["s"].state is ServerState.DISABLED
         assert fake.connect_times == []
+
+
+async def test_a_call_before_the_first_listing_says_the_server_is_not_ready(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="slow-start", refuse_connects=2, tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        with pytest.raises(ServerUnavailable, match="server 'slow-start' is connecting"):
+            await rt.call("mcp_slow_start_t")
+        result = await rt.call("mcp_slow_start_t", {"k": 1}, wait_ready=10)
+        assert result.text == '{"k":1}'
+        assert trio.current_time() == 3  # retries after 1 and 2 s
+        with pytest.raises(ToolNotFound):
+            await rt.call("mcp_other_t")

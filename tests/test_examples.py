@@ -166,3 +166,26 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "Read me first." in lines
     assert "user Review this python code." in lines
     assert "['python', 'pyret']" in lines
+
+
+# --------------------------------------------------------------------------- docs/testing.md
+
+TESTING_GUIDE = EXAMPLE.parent.parent / "docs" / "testing.md"
+
+
+def test_every_script_of_the_testing_guide_runs(tmp_path: Path) -> None:
+    blocks = FENCE.findall(TESTING_GUIDE.read_text(encoding="utf-8"))
+    scripts = [block for block in blocks if "trio.run(" in block]
+    assert len(scripts) >= 4, "the testing guide's runnable blocks were not found"
+    for number, script in enumerate(scripts):
+        program = tmp_path / f"snippet{number}.py"
+        program.write_text(script, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, str(program)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            check=False,
+        )
+        assert done.returncode == 0, f"block {number}:\n{script}\nstderr:\n{done.stderr}"

@@ -173,19 +173,25 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
 TESTING_GUIDE = EXAMPLE.parent.parent / "docs" / "testing.md"
 
 
-def test_every_script_of_the_testing_guide_runs(tmp_path: Path) -> None:
+def test_every_snippet_of_the_testing_guide_passes(tmp_path: Path) -> None:
+    """The guide's snippets are pytest-trio tests (and a few scripts): run them as such."""
     blocks = FENCE.findall(TESTING_GUIDE.read_text(encoding="utf-8"))
-    scripts = [block for block in blocks if "trio.run(" in block]
-    assert len(scripts) >= 4, "the testing guide's runnable blocks were not found"
-    for number, script in enumerate(scripts):
-        program = tmp_path / f"snippet{number}.py"
-        program.write_text(script, encoding="utf-8")
-        done = subprocess.run(
-            [sys.executable, str(program)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=tmp_path,
-            check=False,
-        )
-        assert done.returncode == 0, f"block {number}:\n{script}\nstderr:\n{done.stderr}"
+    assert len(blocks) >= 6, "the testing guide's python blocks were not found"
+    for number, block in enumerate(blocks):
+        (tmp_path / f"test_snippet_{number}.py").write_text(block, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\ntrio_mode = true\naddopts = -p no:anyio -p no:cacheprovider\n"
+        "filterwarnings = error\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert " passed" in done.stdout
+    assert "failed" not in done.stdout

@@ -8,14 +8,18 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     ├── TransportError                   bytes could not be moved
     │   ├── ConnectError                 spawn or connect failed
     │   │   └── ConnectTimeout           ... within connect_timeout (also a TimeoutError)
+    │   ├── HttpStatusError              an HTTP server answered 3xx/4xx/5xx (status, body excerpt)
     │   └── TransportClosed              the peer went away
-    │       └── ServerDisconnected       what a waiting call sees when its connection ends
+    │       ├── ServerDisconnected       what a waiting call sees when its connection ends
+    │       └── SessionExpired           the HTTP server ended our session (404, or 400 "no valid
+    │                                    session"); the session re-initializes
     ├── ProtocolError                    abstract: never raised as such
     │   ├── LocalProtocolError           we tried something illegal in this state
     │   └── RemoteProtocolError          the peer sent something invalid
     │       ├── InvalidMessage           a message did not decode; names the JSON path at fault
     │       ├── FrameTooLarge            a frame exceeded the configured maximum
     │       ├── ListingTooLarge          a paginated listing passed its caps, or its cursors loop
+    │       ├── SchemaTooLarge           a tool's JSON Schema is too big or deep to check safely
     │       └── UnsupportedVersion       the server answered a protocol revision we refuse
     ├── CallError                        one call failed; carries server, method, request_id
     │   ├── RpcError                     the server answered with a JSON-RPC error
@@ -53,6 +57,7 @@ __all__ = [
     "ConnectTimeout",
     "FrameTooLarge",
     "HeaderMismatch",
+    "HttpStatusError",
     "InternalError",
     "InvalidMessage",
     "InvalidParams",
@@ -69,8 +74,10 @@ __all__ = [
     "ResourceNotFound",
     "RpcError",
     "RuntimeClosed",
+    "SchemaTooLarge",
     "ServerDisconnected",
     "ServerUnavailable",
+    "SessionExpired",
     "ToolExecutionError",
     "ToolNotFound",
     "TransportClosed",
@@ -120,6 +127,21 @@ class ConnectTimeout(ConnectError, TimeoutError):
     """Starting or connecting to the server (spawn or TCP, plus the handshake) took too long."""
 
 
+class HttpStatusError(TransportError):
+    """An HTTP server answered one of our requests with a status that is not a success (a 4xx or
+    5xx, or a redirect, which trio-mcp does not follow).
+
+    ``status`` is the HTTP status code and ``body`` an excerpt of the answer's body (at most a few
+    hundred characters, ``""`` when there was none). The request was received by the server, so a
+    call failed this way was sent; whether its effect happened depends on the server.
+    """
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
 class TransportClosed(TransportError):
     """The connection ended: the peer closed it, crashed, or we closed it."""
 
@@ -136,6 +158,22 @@ class ServerDisconnected(TransportClosed):
         super().__init__(message)
         self.server = server
         self.sent = sent
+
+
+class SessionExpired(TransportClosed):
+    """The HTTP server ended our session: it answered 404 to a request carrying our session id
+    (or 400 saying the session is not valid, as some servers do).
+
+    A Streamable HTTP transport raises it once per expired session from ``receive()``; the
+    session then initializes a new one and asks the transport to re-send the requests the server
+    refused (they were never processed). ``lost`` holds the ids of requests whose response streams
+    were lost with the old session: their outcome is unknown. A user of the transport that does not
+    re-initialize sees an ordinary :class:`TransportClosed`.
+    """
+
+    def __init__(self, message: str, *, lost: tuple[int | str, ...] = ()) -> None:
+        super().__init__(message)
+        self.lost = lost
 
 
 # --------------------------------------------------------------------------- protocol
@@ -202,6 +240,20 @@ class ListingTooLarge(RemoteProtocolError):
     """A paginated listing went past the configured caps (pages or entries), or its cursors went
     round in a circle. The server is failed alone; raise the caps in the runtime config
     (``max_list_pages``, ``max_list_entries``) if the server is legitimately that large."""
+
+
+class SchemaTooLarge(RemoteProtocolError):
+    """A tool's JSON Schema went past the work budget of the checks (nesting depth, number of
+    properties, number of nodes, total text), so it could not be checked in bounded time.
+
+    ``limit`` names the budget that was exceeded (``"max_depth"``, ``"max_properties"``,
+    ``"max_nodes"``, ``"max_string_chars"``); ``path`` is where in the schema it happened. The
+    tool is refused, never its server; raise the budget only for servers you control.
+    """
+
+    def __init__(self, message: str, *, limit: str, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.limit = limit
 
 
 class UnsupportedVersion(RemoteProtocolError):

@@ -1,0 +1,380 @@
+"""The registered tools, exported in the shapes model providers take.
+
+:func:`to_openai_tools` gives OpenAI function tools (Chat Completions shape
+``{"type": "function", "function": {...}}`` or the flat Responses shape), and
+:func:`to_anthropic_tools` gives Anthropic tools (``{"name", "description", "input_schema"}``).
+
+Each provider's limits (:class:`ProviderLimits`) are applied to each tool alone: a tool the
+provider would reject is left out and reported with the reason in :attr:`ExportResult.refused`,
+so one bad tool never fails a whole request. What was changed to fit is reported in
+:attr:`ExportResult.adjusted`.
+
+- the name must match ``^[a-zA-Z0-9_-]{1,64}$`` (both providers);
+- the input schema must be a valid object schema (the registration rules of
+  :func:`~._toolcheck.check_input_schema`), and may not have ``oneOf`` / ``anyOf`` / ``allOf`` at
+  the top (OpenAI also refuses ``enum`` and ``not`` there). A missing top-level ``type`` is set to
+  ``"object"``; OpenAI also gets ``"properties": {}`` when there are none; ``$schema`` is dropped;
+- a description longer than the provider takes (OpenAI: 1,024 characters) is cut (or, with
+  ``description_overflow="refuse"``, the tool is refused); a tool without a description uses its
+  title;
+- OpenAI takes at most 128 tools per request: the tools past that (in name order) are refused;
+- ``strict=True`` (OpenAI) marks a tool strict only if its schema follows the strict-mode rules
+  (:class:`StrictRules`: every object closed with ``additionalProperties: false`` and every
+  property required, a conservative set of keywords, bounded nesting, properties and enum
+  values); other tools are sent without strict mode, and that is reported.
+
+Tools come out sorted by name, so the same tool set always gives the same request (prompt
+caches stay warm). The schemas are deep copies: the host may change them freely.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+
+import attrs
+
+from ._registry import RegisteredTool
+from ._toolcheck import check_input_schema
+
+__all__ = [
+    "ANTHROPIC_LIMITS",
+    "DEFAULT_STRICT_RULES",
+    "OPENAI_LIMITS",
+    "ExportAdjustment",
+    "ExportRefusal",
+    "ExportResult",
+    "ProviderLimits",
+    "StrictRules",
+    "to_anthropic_tools",
+    "to_openai_tools",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ProviderLimits:
+    """What one provider accepts in a tool definition.
+
+    ``max_description`` and ``max_tools`` are None when the provider states no limit;
+    ``root_keywords_refused`` are keywords not allowed at the top of the input schema;
+    ``needs_properties`` adds ``"properties": {}`` to an object schema without it.
+    """
+
+    provider: str
+    name_pattern: re.Pattern[str] = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+    max_description: int | None = None
+    max_tools: int | None = None
+    root_keywords_refused: frozenset[str] = frozenset({"oneOf", "anyOf", "allOf"})
+    needs_properties: bool = False
+
+
+#: OpenAI function calling (Chat Completions and Responses).
+OPENAI_LIMITS: Final = ProviderLimits(
+    provider="OpenAI",
+    max_description=1024,
+    max_tools=128,
+    root_keywords_refused=frozenset({"oneOf", "anyOf", "allOf", "enum", "not"}),
+    needs_properties=True,
+)
+#: Anthropic tool use (Messages API).
+ANTHROPIC_LIMITS: Final = ProviderLimits(provider="Anthropic")
+
+
+@attrs.frozen(kw_only=True)
+class StrictRules:
+    """The schema rules a tool must follow to be sent with OpenAI's ``strict: true``.
+
+    Deliberately conservative (the smallest documented set): a tool outside them is sent
+    without strict mode, which the provider always takes.
+    """
+
+    keywords: frozenset[str] = frozenset(
+        {
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "items",
+            "enum",
+            "const",
+            "anyOf",
+            "description",
+            "title",
+            "$ref",
+            "$defs",
+            "definitions",
+        }
+    )
+    max_depth: int = 5
+    max_properties: int = 100
+    max_enum_values: int = 500
+
+
+#: The default strict-mode rules.
+DEFAULT_STRICT_RULES: Final = StrictRules()
+
+
+@attrs.frozen(kw_only=True)
+class ExportRefusal:
+    """A tool that was not exported: its registered ``name``, where it comes from, and why."""
+
+    name: str
+    server: str
+    tool: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class ExportAdjustment:
+    """Something changed in a tool's exported definition so that the provider takes it."""
+
+    name: str
+    change: str
+
+
+@attrs.frozen(kw_only=True)
+class ExportResult:
+    """The provider's tool list (``tools``, plain JSON-ready dicts, sorted by name), the tools
+    left out with reasons (``refused``) and what was changed to fit (``adjusted``)."""
+
+    provider: str
+    tools: tuple[dict[str, Any], ...] = ()
+    refused: tuple[ExportRefusal, ...] = ()
+    adjusted: tuple[ExportAdjustment, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the exported tools, in order."""
+        return tuple(_tool_name(tool) for tool in self.tools)
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    function = tool.get("function")
+    name = function["name"] if isinstance(function, Mapping) else tool["name"]
+    return str(name)
+
+
+class _Refused(Exception):
+    """One tool cannot be exported; the message says why (it becomes an ExportRefusal)."""
+
+
+@attrs.define
+class _Exporter:
+    limits: ProviderLimits
+    description_overflow: Literal["cut", "refuse"]
+    adjusted: list[ExportAdjustment] = attrs.field(factory=list)
+
+    def name(self, name: str) -> None:
+        if not self.limits.name_pattern.fullmatch(name):
+            raise _Refused(
+                f"the name {name[:100]!r} does not match {self.limits.provider}'s rule "
+                f"^{self.limits.name_pattern.pattern}$"
+            )
+
+    def description(self, name: str, registered: RegisteredTool) -> str | None:
+        tool = registered.tool
+        text = (
+            tool.description
+            or tool.title
+            or (tool.annotations.title if tool.annotations is not None else None)
+        )
+        limit = self.limits.max_description
+        if text is None or limit is None or len(text) <= limit:
+            return text
+        if self.description_overflow == "refuse":
+            raise _Refused(
+                f"the description has {len(text):,} characters; {self.limits.provider} takes "
+                f"at most {limit:,}"
+            )
+        self.adjusted.append(
+            ExportAdjustment(
+                name=name,
+                change=f"description cut from {len(text):,} to {limit:,} characters "
+                f"({self.limits.provider}'s limit)",
+            )
+        )
+        return text[: limit - 1] + "\u2026"
+
+    def schema(self, name: str, registered: RegisteredTool) -> dict[str, Any]:
+        raw = registered.tool.input_schema
+        problems = check_input_schema(raw)
+        if problems:
+            raise _Refused(f"invalid input schema: {'; '.join(problems)}")
+        schema: dict[str, Any] = json.loads(json.dumps(raw)) if raw else {}
+        schema.pop("$schema", None)
+        for keyword in sorted(self.limits.root_keywords_refused):
+            if keyword in schema:
+                raise _Refused(
+                    f"{self.limits.provider} does not accept {keyword!r} at the top of an input "
+                    f"schema (it must be a plain object schema)"
+                )
+        if "type" not in schema:
+            if schema:
+                self.adjusted.append(
+                    ExportAdjustment(name=name, change="top-level type set to object")
+                )
+            schema = {"type": "object", **schema}
+        if self.limits.needs_properties and "properties" not in schema:
+            schema["properties"] = {}
+        return schema
+
+
+def _strict_problem(schema: Mapping[str, Any], rules: StrictRules) -> str | None:
+    """Why ``schema`` cannot be sent as strict, or None when it can."""
+    properties = 0
+    enum_values = 0
+    stack: list[tuple[Any, str, int]] = [(schema, "$", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, bool):
+            return f"{path} is a boolean schema"
+        if not isinstance(node, Mapping):
+            continue
+        if depth > rules.max_depth:
+            return f"nested deeper than {rules.max_depth} levels"
+        unknown = sorted(set(node) - rules.keywords)
+        if unknown:
+            return f"{path} uses {', '.join(map(repr, unknown))}, which strict mode does not take"
+        props = node.get("properties")
+        types = node.get("type")
+        is_object = types == "object" or (isinstance(types, list) and "object" in types)
+        if is_object or isinstance(props, Mapping):
+            names = set(props) if isinstance(props, Mapping) else set()
+            if node.get("additionalProperties") is not False:
+                return f"{path} does not set additionalProperties to false"
+            if set(node.get("required", ())) != names:
+                return f"{path} does not list every property in 'required'"
+            properties += len(names)
+            if isinstance(props, Mapping):
+                stack.extend(
+                    (sub, f"{path}.properties.{key}", depth + 1) for key, sub in props.items()
+                )
+        if isinstance(node.get("enum"), list):
+            enum_values += len(node["enum"])
+        for keyword in ("$defs", "definitions"):
+            defs = node.get(keyword)
+            if isinstance(defs, Mapping):
+                stack.extend((sub, f"{path}.{keyword}.{key}", depth) for key, sub in defs.items())
+        items = node.get("items")
+        if items is not None:
+            stack.append((items, f"{path}.items", depth + 1))
+        any_of = node.get("anyOf")
+        if isinstance(any_of, list):
+            stack.extend((sub, f"{path}.anyOf[{i}]", depth) for i, sub in enumerate(any_of))
+    if properties > rules.max_properties:
+        return f"more than {rules.max_properties} properties"
+    if enum_values > rules.max_enum_values:
+        return f"more than {rules.max_enum_values} enum values"
+    return None
+
+
+_Builder = Callable[[str, str | None, dict[str, Any], "_Exporter"], dict[str, Any]]
+
+
+def _export(
+    tools: Mapping[str, RegisteredTool],
+    limits: ProviderLimits,
+    description_overflow: Literal["cut", "refuse"],
+    build: _Builder,
+) -> ExportResult:
+    exporter = _Exporter(limits=limits, description_overflow=description_overflow)
+    exported: list[dict[str, Any]] = []
+    refused: list[ExportRefusal] = []
+    for name in sorted(tools):
+        registered = tools[name]
+        try:
+            exporter.name(name)
+            description = exporter.description(name, registered)
+            schema = exporter.schema(name, registered)
+        except _Refused as exc:
+            refused.append(
+                ExportRefusal(
+                    name=name, server=registered.server, tool=registered.wire_name, reason=str(exc)
+                )
+            )
+            continue
+        if limits.max_tools is not None and len(exported) >= limits.max_tools:
+            refused.append(
+                ExportRefusal(
+                    name=name,
+                    server=registered.server,
+                    tool=registered.wire_name,
+                    reason=f"{limits.provider} takes at most {limits.max_tools} tools per "
+                    f"request; this one is past the limit (in name order)",
+                )
+            )
+            continue
+        exported.append(build(name, description, schema, exporter))
+    return ExportResult(
+        provider=limits.provider,
+        tools=tuple(exported),
+        refused=tuple(refused),
+        adjusted=tuple(exporter.adjusted),
+    )
+
+
+def to_openai_tools(
+    tools: Mapping[str, RegisteredTool],
+    *,
+    api: Literal["chat", "responses"] = "chat",
+    strict: bool = False,
+    strict_rules: StrictRules = DEFAULT_STRICT_RULES,
+    limits: ProviderLimits = OPENAI_LIMITS,
+    description_overflow: Literal["cut", "refuse"] = "cut",
+) -> ExportResult:
+    """The tools (registered name -> tool, as ``rt.tools()`` gives them) as OpenAI function tools.
+
+    ``api="chat"`` gives ``{"type": "function", "function": {"name", "description",
+    "parameters"}}``; ``api="responses"`` gives the flat ``{"type": "function", "name", ...}``
+    with ``strict`` always present (that API assumes strict when it is absent). With
+    ``strict=True`` each tool whose schema follows ``strict_rules`` gets ``strict: true``; the
+    others get ``strict: false`` and an adjustment. Never raises for any tool.
+    """
+    if api not in ("chat", "responses"):
+        raise ValueError(f"unknown OpenAI API {api!r}: use 'chat' or 'responses'")
+
+    def build(
+        name: str, description: str | None, schema: dict[str, Any], exporter: _Exporter
+    ) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": name}
+        if description is not None:
+            function["description"] = description
+        function["parameters"] = schema
+        is_strict: bool | None = None
+        if strict:
+            problem = _strict_problem(schema, strict_rules)
+            is_strict = problem is None
+            if problem is not None:
+                exporter.adjusted.append(
+                    ExportAdjustment(name=name, change=f"sent without strict mode: {problem}")
+                )
+        if api == "responses":
+            return {"type": "function", **function, "strict": bool(is_strict)}
+        if is_strict is not None:
+            function["strict"] = is_strict
+        return {"type": "function", "function": function}
+
+    return _export(tools, limits, description_overflow, build)
+
+
+def to_anthropic_tools(
+    tools: Mapping[str, RegisteredTool],
+    *,
+    limits: ProviderLimits = ANTHROPIC_LIMITS,
+    description_overflow: Literal["cut", "refuse"] = "cut",
+) -> ExportResult:
+    """The tools (registered name -> tool) as Anthropic tools:
+    ``{"name", "description", "input_schema"}``. Never raises for any tool."""
+
+    def build(
+        name: str, description: str | None, schema: dict[str, Any], exporter: _Exporter
+    ) -> dict[str, Any]:
+        tool: dict[str, Any] = {"name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["input_schema"] = schema
+        return tool
+
+    return _export(tools, limits, description_overflow, build)

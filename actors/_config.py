@@ -1,24 +1,32 @@
 """The typed configuration of a runtime and of each server.
 
-These classes are what the runtime runs on. They validate themselves when built (fail closed, with
-:class:`McpTransportConfigError` naming the server and the key); loading them from the Echo and
-Agentao configuration shapes is ``trio_mcp.actors`` configuration loading's job.
+These classes are what the runtime runs on. They validate themselves when built (fail closed,
+with :class:`McpTransportConfigError` naming the server and every key at fault). Loading them
+from the Echo and Agentao configuration shapes, with ``${VAR}`` expansion and every problem of a
+file reported at once, is :mod:`trio_mcp.actors._loader`'s job.
+
+Secrets stay out of logs: the ``repr()`` of a :class:`ServerConfig` shows the names of its
+``env`` variables and ``headers`` but never their values, and hides secret-looking arguments,
+URL passwords and URL query values (:func:`redact_url`, :func:`redact_args`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ..protocol._errors import McpTransportConfigError
+from ..protocol._errors import ConfigError, McpTransportConfigError
 from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ._backoff import RetryPolicy
 from ._naming import valid_server_name
+from ._redact import REDACTED, looks_secret
 
 if TYPE_CHECKING:
     from ..transports._base import Transport
@@ -26,13 +34,29 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
+    "NETWORK_POLICIES",
+    "SECURITY_POLICIES",
+    "NetworkPolicy",
     "RuntimeConfig",
+    "SecurityPolicy",
     "ServerConfig",
     "TransportKind",
+    "exactly_one_problem",
+    "redact_args",
+    "redact_url",
 ]
 
 DEFAULT_CONNECT_TIMEOUT: Final = 60.0
 DEFAULT_CALL_TIMEOUT: Final = 120.0
+
+NetworkPolicy = Literal["deny", "allow"]
+SecurityPolicy = Literal["block", "warn"]
+#: The values ``RuntimeConfig.network_policy`` accepts.
+NETWORK_POLICIES: Final[tuple[NetworkPolicy, ...]] = ("deny", "allow")
+#: The values ``RuntimeConfig.security_policy`` accepts.
+SECURITY_POLICIES: Final[tuple[SecurityPolicy, ...]] = ("block", "warn")
+_TRUST_LEVELS: Final = ("untrusted", "trusted")
+_AUTH_MODES: Final = ("oauth",)
 
 TransportFactory = Callable[[], AbstractAsyncContextManager["Transport"]]
 
@@ -47,34 +71,122 @@ class TransportKind(StrEnum):
     #: A transport the host builds itself (in-memory servers, tests): ``transport_factory``.
     CUSTOM = "custom"
 
+    @property
+    def is_url(self) -> bool:
+        """Whether the transport goes over the network to a ``url`` (HTTP, SSE, WebSocket):
+        what ``network_policy = "deny"`` skips."""
+        return self in (TransportKind.HTTP, TransportKind.SSE, TransportKind.WS)
 
-def _timeout(server: str, key: str, value: Any, *, allow_none: bool) -> None:
+
+# --------------------------------------------------------------------------- redaction
+
+_FLAG_WITH_VALUE = re.compile(r"^(--?[A-Za-z0-9][A-Za-z0-9_.-]*)=(.*)$", re.DOTALL)
+
+
+def redact_url(url: str) -> str:
+    """``url`` safe to print: a password in it and the values of its query parameters become
+    ``***`` (query strings often carry API keys). Never fails: text that does not parse as a URL
+    is returned with everything after ``?`` hidden."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            user, _, host = netloc.rpartition("@")
+            netloc = f"{user.partition(':')[0]}:{REDACTED}@{host}"
+        query = parts.query
+        if query:
+            pairs = parse_qsl(query, keep_blank_values=True)
+            query = urlencode([(key, REDACTED) for key, _ in pairs], safe="*")
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        head, sep, _ = url.partition("?")
+        return f"{head}?{REDACTED}" if sep else head
+
+
+def redact_args(args: Iterable[str]) -> list[str]:
+    """Command-line arguments safe to print: the value of a secret-looking option
+    (``--token X``, ``--api-key=X``) becomes ``***``; URLs among them go through
+    :func:`redact_url`."""
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        match = _FLAG_WITH_VALUE.match(arg)
+        if match and looks_secret(match.group(1)):
+            out.append(f"{match.group(1)}={REDACTED}")
+        elif arg.startswith("-") and looks_secret(arg):
+            out.append(arg)
+            hide_next = True
+        elif "://" in arg:
+            out.append(redact_url(arg))
+        else:
+            out.append(arg)
+    return out
+
+
+def _mapping_repr(value: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{name!r}: {REDACTED!r}" for name in value) + "}"
+
+
+def _args_repr(value: tuple[str, ...]) -> str:
+    return repr(tuple(redact_args(value)))
+
+
+def _url_repr(value: str | None) -> str:
+    return repr(None if value is None else redact_url(value))
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def _timeout_problem(key: str, value: Any, *, allow_none: bool) -> str | None:
+    """What is wrong with a timeout value, or None: a bool, a non-number, a value <= 0, an
+    infinite value or NaN are refused."""
     if value is None and allow_none:
-        return
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise McpTransportConfigError(
-            f"server {server!r}: {key} must be a number of seconds, got {value!r}"
-        )
+        return f"{key} must be a number of seconds, got {value!r}"
     if not math.isfinite(value) or value <= 0:
-        raise McpTransportConfigError(
-            f"server {server!r}: {key} must be a finite number of seconds > 0, got {value!r}"
-        )
+        return f"{key} must be a finite number of seconds > 0, got {value!r}"
+    return None
+
+
+def exactly_one_problem(server: str, *, has_url: bool, has_command: bool) -> str | None:
+    """The message for a server with both or neither of ``url`` and ``command`` (else None)."""
+    if has_url != has_command:
+        return None
+    return (
+        f"server {server!r}: give exactly one of 'command' (stdio) and 'url' "
+        f"(HTTP, SSE or WebSocket); it has {'both' if has_url else 'neither'}"
+    )
 
 
 @attrs.frozen(kw_only=True)
 class ServerConfig:
-    """One MCP server: how to reach it and how to treat it."""
+    """One MCP server: how to reach it and how to treat it.
+
+    Built directly by hosts (``extra_mcp_servers``, tests) or by the loaders. Raises
+    :class:`McpTransportConfigError` listing every problem (``problems`` holds ``(key,
+    message)`` pairs): a name outside ``[A-Za-z0-9._-]``, both or neither of ``url`` and
+    ``command``, a ``type`` without the key it needs, a timeout that is not a finite number of
+    seconds > 0, an unknown ``trust_level`` or ``auth``.
+    """
 
     name: str
     type: TransportKind | None = None
     # stdio
     command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = attrs.field(factory=dict)
+    args: tuple[str, ...] = attrs.field(default=(), repr=_args_repr)
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=_mapping_repr)
     cwd: str | None = None
     # URL transports
-    url: str | None = None
-    headers: Mapping[str, str] = attrs.field(factory=dict)
+    url: str | None = attrs.field(default=None, repr=_url_repr)
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=_mapping_repr)
+    #: ``"oauth"``: sign in with OAuth 2.1 (URL servers only); None: no sign-in.
+    auth: str | None = None
     # a transport the host builds (type CUSTOM)
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -96,31 +208,75 @@ class ServerConfig:
     skills: bool = False
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.name, str) or not valid_server_name(self.name):
+        problems = self.problems()
+        if problems:
             raise McpTransportConfigError(
-                f"server name {self.name!r} is not allowed: use only letters, digits, '.', '-', '_'"
+                "; ".join(message for _, message in problems), problems=problems
             )
+
+    def problems(self) -> tuple[tuple[str, str], ...]:
+        """Every problem of this configuration as ``(key, message)`` pairs (the key is the
+        field at fault, ``""`` for the entry as a whole). Never fails."""
+        if not isinstance(self.name, str) or not valid_server_name(self.name):
+            return (
+                (
+                    "name",
+                    f"server name {self.name!r} is not allowed: use only letters, digits, "
+                    "'.', '-', '_'",
+                ),
+            )
+        name = self.name
+        found: list[tuple[str, str]] = []
         kind = self.transport_kind
         if kind is TransportKind.CUSTOM:
             if self.transport_factory is None:
-                raise McpTransportConfigError(
-                    f"server {self.name!r}: type 'custom' needs a transport_factory"
-                )
-        elif (self.url is None) == (self.command is None):
-            raise McpTransportConfigError(
-                f"server {self.name!r}: give exactly one of 'command' (stdio) and 'url' "
-                f"(HTTP, SSE or WebSocket)"
-                + ("; it has both" if self.url is not None else "; it has neither")
-            )
+                found.append(("type", f"server {name!r}: type 'custom' needs a transport_factory"))
+        elif both_or_neither := exactly_one_problem(
+            name, has_url=self.url is not None, has_command=self.command is not None
+        ):
+            found.append(("", both_or_neither))
         elif kind is TransportKind.STDIO and self.command is None:
-            raise McpTransportConfigError(f"server {self.name!r}: type 'stdio' needs 'command'")
+            found.append(("command", f"server {name!r}: type 'stdio' needs 'command'"))
         elif kind is not TransportKind.STDIO and self.url is None:
-            raise McpTransportConfigError(f"server {self.name!r}: type {kind.value!r} needs 'url'")
-        _timeout(self.name, "connect_timeout", self.connect_timeout, allow_none=False)
-        _timeout(self.name, "timeout", self.timeout, allow_none=True)
-        _timeout(self.name, "max_call_time", self.max_call_time, allow_none=True)
-        if self.max_frame_bytes <= 0:
-            raise McpTransportConfigError(f"server {self.name!r}: max_frame_bytes must be > 0")
+            found.append(("url", f"server {name!r}: type {kind.value!r} needs 'url'"))
+        for key, allow_none in (
+            ("connect_timeout", False),
+            ("timeout", True),
+            ("max_call_time", True),
+        ):
+            problem = _timeout_problem(key, getattr(self, key), allow_none=allow_none)
+            if problem is not None:
+                found.append((key, f"server {name!r}: {problem}"))
+        size = self.max_frame_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            found.append(
+                ("max_frame_bytes", f"server {name!r}: max_frame_bytes must be > 0, got {size!r}")
+            )
+        if self.trust_level not in _TRUST_LEVELS:
+            found.append(
+                (
+                    "trust_level",
+                    f"server {name!r}: trust_level must be 'untrusted' or 'trusted', "
+                    f"got {self.trust_level!r}",
+                )
+            )
+        if self.auth is not None:
+            if self.auth not in _AUTH_MODES:
+                found.append(
+                    (
+                        "auth",
+                        f"server {name!r}: auth must be 'oauth' (or absent), got {self.auth!r}",
+                    )
+                )
+            elif not kind.is_url:
+                found.append(
+                    (
+                        "auth",
+                        f"server {name!r}: auth applies to URL servers only, "
+                        f"not to a {kind.value!r} server",
+                    )
+                )
+        return tuple(found)
 
     @property
     def transport_kind(self) -> TransportKind:
@@ -134,11 +290,22 @@ class ServerConfig:
 
 @attrs.frozen(kw_only=True)
 class RuntimeConfig:
-    """Everything a runtime needs: the servers and the policies that apply to all of them."""
+    """Everything a runtime needs: the servers and the policies that apply to all of them.
+
+    Raises :class:`McpTransportConfigError` when two servers share a name, and
+    :class:`ConfigError` for a ``network_policy`` or ``security_policy`` outside the allowed
+    values.
+    """
 
     servers: tuple[ServerConfig, ...] = ()
     #: The master switch: False connects nothing.
     enabled: bool = True
+    #: ``"deny"`` skips every URL server (HTTP, SSE, WebSocket): it stays DISABLED and its status
+    #: says why. The default here is ``"allow"``; the Echo loader applies Echo's own default
+    #: (``"deny"``) when the file does not set ``execution.networkPolicy``.
+    network_policy: NetworkPolicy = "allow"
+    #: What the injection scan does with a suspicious tool: refuse it (``"block"``) or only log.
+    security_policy: SecurityPolicy = "block"
     retry: RetryPolicy = attrs.field(factory=RetryPolicy)
     #: Quiet time after a list_changed notification before re-listing.
     list_changed_debounce: float = 0.25
@@ -151,6 +318,14 @@ class RuntimeConfig:
     client_version: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.network_policy not in NETWORK_POLICIES:
+            raise ConfigError(
+                f"network_policy must be 'deny' or 'allow', got {self.network_policy!r}"
+            )
+        if self.security_policy not in SECURITY_POLICIES:
+            raise ConfigError(
+                f"security_policy must be 'block' or 'warn', got {self.security_policy!r}"
+            )
         seen: set[str] = set()
         for server in self.servers:
             if server.name in seen:
@@ -158,6 +333,7 @@ class RuntimeConfig:
             seen.add(server.name)
 
     def server(self, name: str) -> ServerConfig:
+        """The server called ``name``; raises ``KeyError`` when there is none."""
         for server in self.servers:
             if server.name == name:
                 return server

@@ -207,6 +207,15 @@ class ServerSupervisor:
                 why = "disabled in the configuration"
                 self._set_state(ServerState.DISABLED, reason=why)
                 await trio.sleep_forever()
+            if self.runtime.network_policy == "deny" and self.config.transport_kind.is_url:
+                why = (
+                    "skipped: execution.networkPolicy is 'deny' "
+                    "(set it to 'allow' to connect URL servers)"
+                )
+                self._last_error = why
+                logger.warning("server %r (%s) %s", self.name, self.config.transport_kind, why)
+                self._set_state(ServerState.DISABLED, reason=why)
+                await trio.sleep_forever()
             while True:
                 await self._attempt()
                 await self._wait_for_next_attempt()

@@ -18,9 +18,18 @@ from ._stdio import (
     child_environment,
     open_stdio_transport,
 )
+from ._websocket import (
+    MCP_SUBPROTOCOL,
+    WebSocketParameters,
+    WebSocketStatistics,
+    WebSocketTransport,
+    accept_websocket_transport,
+    open_websocket_transport,
+)
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
+    "MCP_SUBPROTOCOL",
     "MemoryTransport",
     "MemoryTransportStatistics",
     "StdioParameters",
@@ -28,9 +37,14 @@ __all__ = [
     "StdioTransport",
     "Transport",
     "TransportInfo",
+    "WebSocketParameters",
+    "WebSocketStatistics",
+    "WebSocketTransport",
+    "accept_websocket_transport",
     "child_environment",
     "collapse_exception_group",
     "map_transport_errors",
     "memory_transport_pair",
     "open_stdio_transport",
+    "open_websocket_transport",
 ]

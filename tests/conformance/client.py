@@ -1,0 +1,236 @@
+"""The trio-mcp client for the official MCP conformance suite (``make conformance``).
+
+The suite's runner starts a mock MCP server for one scenario, then runs this script with the
+server's URL as the last argument and the scenario in ``MCP_CONFORMANCE_SCENARIO`` (and the
+protocol revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION``). The script opens a runtime with one
+Streamable HTTP server at that URL, does what the scenario expects, and exits 0 when that worked;
+the suite judges what reached its server.
+
+It is built only on trio-mcp's public API (``trio_mcp.actors`` and ``trio_mcp.protocol``), as a
+host would be; :func:`run_scenario` takes any :class:`ServerConfig`, so the tests in this folder
+drive the same code against the in-memory fake server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+import trio
+
+from trio_mcp.actors import (
+    HostCallbacks,
+    RetryPolicy,
+    Runtime,
+    RuntimeConfig,
+    ServerConfig,
+    ServerState,
+    TransportKind,
+    open_runtime,
+)
+from trio_mcp.protocol import (
+    CallToolResult,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    McpError,
+)
+
+__all__ = [
+    "SCENARIOS",
+    "ScenarioFailed",
+    "form_defaults",
+    "http_server",
+    "main",
+    "run_scenario",
+]
+
+logger = logging.getLogger("trio_mcp.conformance")
+
+#: The server's name in the runtime (its tools are ``mcp_conformance_<tool>``).
+SERVER: Final = "conformance"
+#: How long one step (connecting, one call) may take; the suite's own limit is 30 s.
+STEP_TIMEOUT: Final = 20.0
+
+
+class ScenarioFailed(Exception):
+    """What the scenario expects could not be done; the message says which step failed."""
+
+
+# --------------------------------------------------------------------------- elicitation
+
+
+def form_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to a form elicitation that accepts every default: each property of the
+    requested (flat object) schema that declares a ``default`` gets it. Properties without one
+    are left out. Never raises: a schema that is not the shape expected gives ``{}``."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    return {
+        name: prop["default"]
+        for name, prop in properties.items()
+        if isinstance(name, str) and isinstance(prop, Mapping) and "default" in prop
+    }
+
+
+async def accept_defaults(
+    server: str, params: ElicitRequestFormParams | ElicitRequestURLParams
+) -> ElicitResult:
+    """The host's elicitation callback: accept a form with its defaults; decline a URL."""
+    if isinstance(params, ElicitRequestURLParams):
+        return ElicitResult(action="decline")
+    content = form_defaults(params.requested_schema)
+    logger.info("elicitation from %s: accepting with the defaults %s", server, content)
+    return ElicitResult(action="accept", content=content)
+
+
+CALLBACKS: Final = HostCallbacks(elicitation=accept_defaults)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy of a decoded JSON value as plain dicts and lists (mappings may be
+    read-only views), so it can be sent back verbatim."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _tool_name(rt: Runtime, wire_name: str) -> str:
+    """The registered name of the server's tool ``wire_name``."""
+    for name, entry in rt.tools().items():
+        if entry.server == SERVER and entry.wire_name == wire_name:
+            return name
+    offered = sorted(entry.wire_name for entry in rt.tools().values())
+    refused = rt.status()[SERVER].refused_tools
+    raise ScenarioFailed(
+        f"the server offers no usable tool {wire_name!r} (offered: {offered}; refused: "
+        f"{list(refused)})"
+    )
+
+
+async def _call(rt: Runtime, wire_name: str, arguments: Mapping[str, Any]) -> CallToolResult:
+    result = await rt.call(_tool_name(rt, wire_name), arguments, timeout=STEP_TIMEOUT)
+    logger.info("%s answered: %s", wire_name, result.text)
+    if result.is_error:
+        raise ScenarioFailed(f"{wire_name} reported a tool error: {result.text}")
+    return result
+
+
+async def connect_only(rt: Runtime) -> None:
+    """``initialize`` (and the auth scenarios, until OAuth lands): the handshake and the
+    first tool listing, which :func:`run_scenario` has already waited for."""
+    await trio.lowlevel.checkpoint()
+
+
+async def tools_call(rt: Runtime) -> None:
+    """``tools_call``: ``add_numbers`` with two numbers."""
+    await _call(rt, "add_numbers", {"a": 2, "b": 3})
+
+
+async def elicitation_defaults(rt: Runtime) -> None:
+    """``elicitation-sep1034-client-defaults``: the tool asks for a form; the callback
+    accepts it with every default filled in."""
+    await _call(rt, "test_client_elicitation_defaults", {})
+
+
+async def sse_retry(rt: Runtime) -> None:
+    """``sse-retry``: the server closes the call's SSE stream early; the transport reconnects
+    with GET after the server's ``retry`` time and receives the answer there."""
+    await _call(rt, "test_reconnection", {})
+
+
+async def json_schema_preservation(rt: Runtime) -> None:
+    """``json-schema-2020-12-preservation``: send the focal tool's ``inputSchema``, as the
+    runtime holds it, back through ``json_schema_echo``."""
+    focal = rt.tools()[_tool_name(rt, "json_schema_2020_12_tool")]
+    await _call(rt, "json_schema_echo", {"schema": _plain(focal.tool.input_schema)})
+
+
+Scenario = Callable[[Runtime], Awaitable[None]]
+
+#: What this client does per scenario; any other scenario only connects.
+SCENARIOS: Final[Mapping[str, Scenario]] = {
+    "initialize": connect_only,
+    "tools_call": tools_call,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "sse-retry": sse_retry,
+    "json-schema-2020-12-preservation": json_schema_preservation,
+}
+
+
+async def run_scenario(scenario: str, server: ServerConfig) -> None:
+    """Run ``scenario`` against ``server`` (whose name must be :data:`SERVER`).
+
+    Raises :class:`ScenarioFailed` when the server does not become ready or a step fails, and
+    lets :class:`McpError` (a failed call) through.
+    """
+    if server.name != SERVER:
+        raise ValueError(f"the server must be named {SERVER!r}, not {server.name!r}")
+    config = RuntimeConfig(
+        servers=(server,),
+        # One attempt: the suite judges the first connection, and a retry would blur it.
+        retry=RetryPolicy(first_connect_delays=(), park_probe_interval=None),
+        client_name="trio-mcp-conformance",
+    )
+    steps = SCENARIOS.get(scenario, connect_only)
+    async with open_runtime(config, callbacks=CALLBACKS) as rt:
+        status = (await rt.wait_ready(timeout=STEP_TIMEOUT))[SERVER]
+        if status.state is not ServerState.READY:
+            raise ScenarioFailed(
+                f"the server did not become ready: {status.state.name} ({status.last_error})"
+            )
+        logger.info("ready; tools: %s", sorted(rt.tools()))
+        await steps(rt)
+
+
+def http_server(url: str) -> ServerConfig:
+    """The suite's mock server: Streamable HTTP at ``url``."""
+    return ServerConfig(name=SERVER, type=TransportKind.HTTP, url=url, connect_timeout=STEP_TIMEOUT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the scenario named by ``MCP_CONFORMANCE_SCENARIO`` against the URL given as the last
+    argument. Returns the exit status: 0 on success, 1 when the scenario failed, 2 when the
+    command line is wrong."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(name)s %(levelname)s %(message)s"
+    )
+    if not args:
+        print("usage: client.py <server URL> (set MCP_CONFORMANCE_SCENARIO)", file=sys.stderr)
+        return 2
+    url = args[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
+    context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    logger.info(
+        "scenario %r, protocol version %r, url %s%s",
+        scenario,
+        version,
+        url,
+        f", context keys {sorted(json.loads(context))}" if context else "",
+    )
+    try:
+        trio.run(run_scenario, scenario, http_server(url))
+    except (ScenarioFailed, McpError) as exc:
+        print(
+            f"conformance scenario {scenario!r} failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"conformance scenario {scenario!r}: done", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,795 @@
+"""The WebSocket transport (``type: ws``): one JSON-RPC message per WebSocket text frame.
+
+``async with open_websocket_transport(WebSocketParameters(url="ws://host:port/mcp")) as t:``
+opens a TCP (or TLS, for ``wss://``) connection, performs the WebSocket handshake with the
+subprotocol ``mcp`` and the configured headers, and yields a :class:`WebSocketTransport`; leaving
+the block closes it with the WebSocket close handshake, bounded by ``close_timeout``.
+
+WebSocket is not one of the transports of the MCP specification; this one follows what the
+deployed WebSocket MCP peers do (the TypeScript SDK's client transport): the subprotocol
+``mcp``, and each message alone in one text frame, without a line terminator.
+
+Failures, all of them ours (:mod:`trio_mcp.protocol._errors`):
+
+- connecting: a refused or unreachable address, a TLS failure, a handshake the server rejects
+  (any HTTP status but 101), a server that does not accept the subprotocol ``mcp`` or answers
+  something that is not a WebSocket handshake, or a connection closed during the handshake all
+  raise :class:`ConnectError` naming the URL; no handshake within ``connect_timeout`` raises
+  :class:`ConnectTimeout`;
+- receiving: :class:`TransportClosed` once the server closed the connection (the message says
+  the close code and reason) or the connection was lost without a close handshake (code 1006);
+  :class:`FrameTooLarge` once for a message over ``max_frame_bytes`` (the connection is given up
+  and closed with code 1009), then :class:`TransportClosed`;
+- sending: :class:`LocalProtocolError` for a message that is not UTF-8 (text frames carry
+  UTF-8), :class:`TransportClosed` once the connection is closed or an earlier send was
+  cancelled half-way.
+
+The server side: :func:`accept_websocket_transport` accepts a handshake received by
+``trio_websocket.serve_websocket`` and wraps the connection in the same transport, so that a
+WebSocket MCP server (in tests: ``FakeServer.serve_transport``) can serve it.
+
+Limits: HTTP proxies are not supported (the connection goes straight to the URL's host); the
+underlying library caps a message by its length in characters, and this transport caps it by
+its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes`` for a
+message of 4-byte characters.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import ssl
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from types import MappingProxyType
+from typing import Any, Final, cast
+
+import attrs
+import h11
+import trio
+import trio_websocket
+import wsproto.utilities
+
+from ..protocol._errors import (
+    ConnectError,
+    ConnectTimeout,
+    FrameTooLarge,
+    LocalProtocolError,
+    McpError,
+    McpTransportConfigError,
+    TransportClosed,
+)
+from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ._base import TransportInfo
+
+__all__ = [
+    "MCP_SUBPROTOCOL",
+    "WebSocketParameters",
+    "WebSocketStatistics",
+    "WebSocketTransport",
+    "accept_websocket_transport",
+    "open_websocket_transport",
+]
+
+logger = logging.getLogger("trio_mcp.transports.websocket")
+
+#: The WebSocket subprotocol an MCP connection is opened with (``Sec-WebSocket-Protocol``).
+MCP_SUBPROTOCOL: Final = "mcp"
+
+#: Bytes asked for per read of the socket.
+_READ_CHUNK: Final = 65536
+#: Headers the WebSocket handshake writes itself: a configured one would duplicate them.
+_RESERVED_HEADERS: Final = frozenset(
+    {
+        "connection",
+        "content-length",
+        "host",
+        "sec-websocket-accept",
+        "sec-websocket-extensions",
+        "sec-websocket-key",
+        "sec-websocket-protocol",
+        "sec-websocket-version",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# How trio-websocket words the close reason when a message passes its size limit.
+_TOO_BIG_REASON: Final = re.compile(r"Exceeded maximum message size: (\d+) bytes")
+_CLOSE_TOO_BIG: Final = 1009
+_CLOSE_NORMAL: Final = 1000
+_CLOSE_ABNORMAL: Final = 1006
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _to_headers(value: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(value))
+
+
+def _redact_headers(value: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{name!r}: '***'" for name in value) + "}"
+
+
+def _bad_seconds(value: object, *, allow_zero: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    return not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero)
+
+
+@attrs.frozen(kw_only=True)
+class _Target:
+    """Where a URL leads: what to connect to and what to send in the handshake."""
+
+    host: str
+    port: int
+    resource: str
+    secure: bool
+    host_header: str
+    display: str
+
+
+def _parse_url(url: str) -> tuple[_Target | None, str | None]:
+    """The target of ``url``, or why it is not a usable WebSocket URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return None, f"is not a valid URL ({exc})"
+    if parts.scheme not in ("ws", "wss"):
+        return None, f"must start with ws:// or wss://, got scheme {parts.scheme or '(none)'!r}"
+    if parts.username is not None or parts.password is not None:
+        return None, (
+            "must not hold user:password@; send credentials in headers (Authorization) instead"
+        )
+    host = parts.hostname
+    if not host:
+        return None, "has no host"
+    secure = parts.scheme == "wss"
+    default_port = 443 if secure else 80
+    port = default_port if port is None else port
+    bracketed = f"[{host}]" if ":" in host else host
+    host_header = bracketed if port == default_port else f"{bracketed}:{port}"
+    path = parts.path or "/"
+    resource = f"{path}?{parts.query}" if parts.query else path
+    # The query may hold a token: it is sent, but never shown in logs or messages.
+    display = f"{parts.scheme}://{host_header}{path}" + ("?..." if parts.query else "")
+    target = _Target(
+        host=host,
+        port=port,
+        resource=resource,
+        secure=secure,
+        host_header=host_header,
+        display=display,
+    )
+    return target, None
+
+
+@attrs.frozen(kw_only=True)
+class WebSocketParameters:
+    """How to reach one WebSocket MCP server.
+
+    - ``url``: ``ws://`` or ``wss://``, with the path (and query) the server serves MCP on.
+      Credentials go in ``headers``, never in the URL.
+    - ``headers``: sent with the handshake request (``Authorization``, ``Origin``...). Their
+      values never appear in ``repr()``, logs or error messages. The handshake's own headers
+      (``Host``, ``Upgrade``, ``Sec-WebSocket-*``...) cannot be set.
+    - ``max_frame_bytes``: the largest message accepted from the server, in UTF-8 bytes
+      (default 16 MiB).
+    - ``connect_timeout``: seconds for the TCP connection, TLS and the WebSocket handshake.
+    - ``close_timeout``: seconds :meth:`WebSocketTransport.aclose` waits for the server to
+      answer the close handshake before it drops the connection.
+    - ``ssl_context``: for ``wss://`` (default: the system's trusted certificates).
+
+    Raises :class:`McpTransportConfigError` listing every invalid field.
+    """
+
+    url: str
+    headers: Mapping[str, str] = attrs.field(
+        default=MappingProxyType({}), converter=_to_headers, repr=_redact_headers, hash=False
+    )
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    connect_timeout: float = 60.0
+    close_timeout: float = 2.0
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, eq=False, repr=False)
+    _target: _Target = attrs.field(init=False, repr=False, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        problems: list[tuple[str, str]] = []
+        target: _Target | None = None
+        if not isinstance(self.url, str) or not self.url:
+            problems.append(("url", "must be a non-empty ws:// or wss:// URL"))
+        else:
+            target, why = _parse_url(self.url)
+            if why is not None:
+                problems.append(("url", why))
+        for name, value in self.headers.items():
+            if not isinstance(name, str) or not _TOKEN.fullmatch(name):
+                problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
+            elif name.lower() in _RESERVED_HEADERS:
+                problems.append((f"headers[{name!r}]", "is set by the WebSocket handshake itself"))
+            elif not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+                problems.append(
+                    (f"headers[{name!r}]", "the value must be a string without CR, LF or NUL")
+                )
+        size = self.max_frame_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            problems.append(("max_frame_bytes", f"must be a positive integer, got {size!r}"))
+        if _bad_seconds(self.connect_timeout, allow_zero=False):
+            problems.append(
+                (
+                    "connect_timeout",
+                    f"must be a finite number of seconds > 0, got {self.connect_timeout!r}",
+                )
+            )
+        if _bad_seconds(self.close_timeout, allow_zero=True):
+            problems.append(
+                (
+                    "close_timeout",
+                    f"must be a finite number of seconds >= 0, got {self.close_timeout!r}",
+                )
+            )
+        context: object = self.ssl_context
+        if context is not None and not isinstance(context, ssl.SSLContext):
+            problems.append(("ssl_context", "must be an ssl.SSLContext or None"))
+        elif context is not None and target is not None and not target.secure:
+            problems.append(("ssl_context", "is only used with a wss:// URL"))
+        if problems:
+            raise McpTransportConfigError(
+                "invalid WebSocket server settings: "
+                + "; ".join(f"{key}: {message}" for key, message in problems),
+                problems=tuple(problems),
+            )
+        assert target is not None
+        object.__setattr__(self, "_target", target)
+
+    @property
+    def display_url(self) -> str:
+        """The URL as messages and logs show it: without its query (which may hold a token)."""
+        return self._target.display
+
+
+# --------------------------------------------------------------------------- transport
+
+
+@attrs.frozen(kw_only=True)
+class WebSocketStatistics:
+    """A snapshot of a :class:`WebSocketTransport`.
+
+    ``frames_sent`` / ``frames_received`` count messages, ``bytes_sent`` / ``bytes_received``
+    their UTF-8 payload bytes (the WebSocket framing not included). ``close_code`` and
+    ``close_reason`` say how the connection was closed, once it is (``None`` before).
+    """
+
+    subprotocol: str | None
+    frames_sent: int
+    frames_received: int
+    bytes_sent: int
+    bytes_received: int
+    closed: bool
+    close_code: int | None
+    close_reason: str | None
+
+
+@attrs.define(eq=False)
+class WebSocketTransport:
+    """One WebSocket connection carrying MCP messages, one per text frame. Get one from
+    :func:`open_websocket_transport` (client) or :func:`accept_websocket_transport` (server);
+    see :class:`trio_mcp.transports.Transport` for the contract.
+
+    ``send`` may be called from several tasks at once (messages go out whole, one after the
+    other). ``receive`` returns messages in order; binary frames are accepted too (as UTF-8
+    JSON). Cancelling a ``receive`` loses nothing. Cancelling a ``send`` while its message was
+    being written may leave half a frame on the connection, so the transport then refuses
+    further sends (:class:`TransportClosed`); receiving still works.
+    """
+
+    _connection: trio_websocket.WebSocketConnection
+    _info: TransportInfo
+    #: Who is at the other end, for messages: "WebSocket server ws://..." or "... client ...".
+    _peer: str
+    _max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    _close_timeout: float = 2.0
+    #: The byte stream under the connection, closed last by :meth:`aclose` (client side).
+    _stream: trio.abc.AsyncResource | None = None
+    _send_lock: trio.StrictFIFOLock = attrs.Factory(trio.StrictFIFOLock)
+    _close_done: trio.Event = attrs.Factory(trio.Event)
+    _closing: bool = False
+    _send_refused: str | None = None
+    _end_message: str | None = None
+    _frame_error: FrameTooLarge | None = None
+    _close_code: int = _CLOSE_NORMAL
+    _close_text: str | None = None
+    _frames_sent: int = 0
+    _frames_received: int = 0
+    _bytes_sent: int = 0
+    _bytes_received: int = 0
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def info(self) -> TransportInfo:
+        """``ws`` and the URL (client side; without its query) or the client's address."""
+        return self._info
+
+    @property
+    def subprotocol(self) -> str | None:
+        """The subprotocol agreed in the handshake (``"mcp"``)."""
+        return self._connection.subprotocol
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` was called."""
+        return self._closing
+
+    def statistics(self) -> WebSocketStatistics:
+        """A snapshot of counters and state (see :class:`WebSocketStatistics`). Never raises."""
+        reason = self._connection.closed
+        return WebSocketStatistics(
+            subprotocol=self._connection.subprotocol,
+            frames_sent=self._frames_sent,
+            frames_received=self._frames_received,
+            bytes_sent=self._bytes_sent,
+            bytes_received=self._bytes_received,
+            closed=self._closing,
+            close_code=None if reason is None else reason.code,
+            close_reason=None if reason is None else reason.reason,
+        )
+
+    async def send(self, frame: bytes) -> None:
+        """Send one message as one text frame.
+
+        Raises :class:`LocalProtocolError` if ``frame`` is not UTF-8, and
+        :class:`TransportClosed` if the transport was closed, the connection ended, or an
+        earlier send was cancelled half-way.
+        """
+        data = bytes(frame)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LocalProtocolError(
+                f"cannot send a message to {self._peer} that is not UTF-8 (invalid byte at "
+                f"offset {exc.start}): WebSocket text frames carry UTF-8 JSON"
+            ) from None
+        if (refusal := self._send_refusal()) is not None:
+            await trio.lowlevel.checkpoint()
+            raise TransportClosed(refusal)
+        async with self._send_lock:
+            if (refusal := self._send_refusal()) is not None:
+                raise TransportClosed(refusal)
+            written = False
+            try:
+                await self._connection.send_message(text)
+                written = True
+            except trio_websocket.ConnectionClosed as exc:
+                message = self._closed_message() if self._closing else self._describe(exc.reason)
+                if self._send_refused is None:
+                    self._send_refused = message
+                raise TransportClosed(message) from None
+            finally:
+                if not written and not self._closing and self._send_refused is None:
+                    # Cancelled while the frame was being written: half of it may be out.
+                    self._send_refused = (
+                        f"{self._peer} cannot take more messages: an earlier send was "
+                        "cancelled while its message was being written, so the connection "
+                        "may hold half a frame; reconnect"
+                    )
+            self._frames_sent += 1
+            self._bytes_sent += len(data)
+
+    async def receive(self) -> bytes:
+        """Return the next message, in order, as UTF-8 bytes.
+
+        Raises :class:`FrameTooLarge` once if the peer sent a message over
+        ``max_frame_bytes`` (the connection is given up), and :class:`TransportClosed` when
+        the connection ended (the message says the close code and reason), after that, or
+        after :meth:`aclose`.
+        """
+        if self._closing:
+            await trio.lowlevel.checkpoint()
+            raise TransportClosed(self._closed_message())
+        if self._end_message is not None:
+            await trio.lowlevel.checkpoint()
+            raise self._end_error()
+        ended: trio_websocket.ConnectionClosed | None = None
+        try:
+            message = await self._connection.get_message()
+        except trio_websocket.ConnectionClosed as exc:
+            ended = exc
+        if ended is not None:
+            if self._closing:
+                raise TransportClosed(self._closed_message())
+            self._on_end(ended)
+            raise self._end_error()
+        frame = message.encode("utf-8") if isinstance(message, str) else bytes(message)
+        if len(frame) > self._max_frame_bytes:
+            self._refuse_oversized(self._max_frame_bytes)
+            raise self._end_error()
+        self._frames_received += 1
+        self._bytes_received += len(frame)
+        return frame
+
+    async def aclose(self) -> None:
+        """Close the connection with the WebSocket close handshake, waiting at most
+        ``close_timeout`` for the peer's answer, then close the socket. Idempotent (a
+        concurrent second call waits for the first), shielded from cancellation, and never
+        raises for a misbehaving peer."""
+        if self._closing:
+            await self._close_done.wait()
+            return
+        self._closing = True
+        try:
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(self._close_timeout) as scope:
+                    await self._connection.aclose(self._close_code, self._close_text)
+                if scope.cancelled_caught:
+                    logger.info(
+                        "%s did not answer the close handshake within %g s; dropping the "
+                        "connection",
+                        self._peer,
+                        self._close_timeout,
+                    )
+                if self._stream is not None:
+                    try:
+                        await self._stream.aclose()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                        logger.debug("closing the socket to %s: %s", self._peer, exc)
+        finally:
+            self._close_done.set()
+
+    # ------------------------------------------------------------------ internals
+
+    def _send_refusal(self) -> str | None:
+        if self._closing:
+            return self._closed_message()
+        return self._send_refused
+
+    def _closed_message(self) -> str:
+        return f"the transport to {self._peer} was closed on this side; open a new one"
+
+    def _end_error(self) -> McpError:
+        if self._frame_error is not None:
+            error, self._frame_error = self._frame_error, None
+            return error
+        return TransportClosed(self._end_message or f"the connection to {self._peer} ended")
+
+    def _on_end(self, closed: trio_websocket.ConnectionClosed) -> None:
+        """Record why the connection ended (the peer closed it, it was lost, or a message
+        passed the size limit of the underlying connection)."""
+        reason = closed.reason
+        # trio-websocket closes its own receive side (ClosedResourceError) when a message
+        # passes its limit; a close by the peer ends it from the sending side (EndOfChannel).
+        local = isinstance(closed.__context__, trio.ClosedResourceError)
+        if reason is not None and reason.code == _CLOSE_TOO_BIG and local:
+            match = _TOO_BIG_REASON.fullmatch(reason.reason or "")
+            self._refuse_oversized(int(match.group(1)) if match else self._max_frame_bytes)
+            return
+        self._end_message = self._describe(reason)
+        if self._send_refused is None:
+            self._send_refused = self._end_message
+        logger.info("%s", self._end_message)
+
+    def _describe(self, reason: trio_websocket.CloseReason | None) -> str:
+        if reason is None:
+            return f"the connection to {self._peer} ended"
+        said = f": {reason.reason}" if reason.reason else ""
+        if reason.code == _CLOSE_ABNORMAL:
+            return (
+                f"the connection to {self._peer} was lost without a WebSocket close handshake "
+                "(code 1006): the peer went away or the network failed"
+            )
+        if reason.code == _CLOSE_TOO_BIG:
+            return (
+                f"{self._peer} closed the connection with code 1009 (message too big{said}): "
+                "it refused one of our messages as too large"
+            )
+        if reason.code == _CLOSE_NORMAL:
+            return f"{self._peer} closed the connection (code 1000, normal closure{said})"
+        return f"{self._peer} closed the connection with code {reason.code} ({reason.name}{said})"
+
+    def _refuse_oversized(self, limit: int) -> None:
+        logger.warning("%s sent a message over %d bytes; closing the connection", self._peer, limit)
+        self._frame_error = FrameTooLarge(
+            f"{self._peer} sent a message (one WebSocket message) larger than {limit} bytes, so "
+            "the connection was closed. If the server legitimately sends bigger messages, raise "
+            f"max_frame_bytes (now {limit}) in its config",
+            limit=limit,
+        )
+        self._end_message = (
+            f"the connection to {self._peer} was given up after it sent a message over "
+            f"{limit} bytes (max_frame_bytes); reconnect, or raise the limit"
+        )
+        if self._send_refused is None:
+            self._send_refused = self._end_message
+        self._close_code = _CLOSE_TOO_BIG
+        self._close_text = f"message over {limit} bytes"
+
+
+# --------------------------------------------------------------------------- client side
+
+
+class _WatchedStream(trio.abc.Stream):
+    """A byte stream that reports its end: the first EOF or I/O failure calls ``on_end``.
+
+    The WebSocket library waits for the handshake without noticing a connection that ends
+    first; the watcher turns that into an immediate failure instead of a wait for the
+    connect timeout.
+    """
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self._inner = inner
+        self.on_end: Callable[[], None] | None = None
+        self.failure: BaseException | None = None
+
+    def _ended(self, failure: BaseException | None = None) -> None:
+        if failure is not None and self.failure is None:
+            self.failure = failure
+        if self.on_end is not None:
+            on_end, self.on_end = self.on_end, None
+            on_end()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        try:
+            await self._inner.send_all(data)
+        except (trio.BrokenResourceError, OSError) as exc:
+            self._ended(exc)
+            raise
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        try:
+            data = await self._inner.receive_some(max_bytes)
+        except (trio.BrokenResourceError, OSError) as exc:
+            self._ended(exc)
+            raise
+        if not data:
+            self._ended()
+        return data
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _cause(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    inner = exc.__cause__ or exc.__context__
+    detail = str(exc) or (str(inner) if inner is not None else "") or type(exc).__name__
+    return f" ({detail})"
+
+
+async def _open_stream(params: WebSocketParameters) -> trio.abc.Stream:
+    target = params._target
+    try:
+        if not target.secure:
+            return await trio.open_tcp_stream(target.host, target.port)
+        context = params.ssl_context or ssl.create_default_context()
+        return await trio.open_ssl_over_tcp_stream(
+            target.host, target.port, ssl_context=context, https_compatible=True
+        )
+    except OSError as exc:
+        raise ConnectError(
+            f"could not connect to WebSocket server {target.display}: {exc}. Check that the "
+            "server runs and that the host and port are right"
+        ) from exc
+
+
+async def _handshake(
+    nursery: trio.Nursery, params: WebSocketParameters
+) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
+    """Connect and perform the opening handshake; the library's reader runs in ``nursery``.
+
+    Raises :class:`ConnectError` or :class:`ConnectTimeout`; a rejected handshake is raised by
+    the reader task, in ``nursery`` (see :func:`_connect_failure`).
+    """
+    target = params._target
+    headers = [
+        (name.encode("ascii"), value.encode("utf-8")) for name, value in params.headers.items()
+    ]
+    stream: _WatchedStream | None = None
+    connection: trio_websocket.WebSocketConnection | None = None
+    try:
+        with trio.move_on_after(params.connect_timeout) as deadline:
+            stream = _WatchedStream(await _open_stream(params))
+            with trio.CancelScope() as watch:
+                stream.on_end = watch.cancel
+                connection = await trio_websocket.wrap_client_stream(
+                    nursery,
+                    # wrap_client_stream takes any trio.abc.Stream (it only reads, writes and
+                    # closes it); its annotation names the socket and TLS streams only.
+                    cast("trio.SocketStream", stream),
+                    target.host_header,
+                    target.resource,
+                    subprotocols=[MCP_SUBPROTOCOL],
+                    extra_headers=headers,
+                    message_queue_size=0,  # nothing is lost before an oversized message
+                    max_message_size=params.max_frame_bytes,
+                    receive_buffer_size=_READ_CHUNK,
+                )
+            stream.on_end = None
+            if watch.cancelled_caught:
+                connection = None
+    finally:
+        if connection is None and stream is not None:
+            # Failed, timed out, or cancelled (a rejection raised by the reader task).
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+    if connection is None:
+        if deadline.cancelled_caught:
+            raise ConnectTimeout(
+                f"the WebSocket handshake with {target.display} did not complete within "
+                f"{params.connect_timeout:g} s (connect_timeout)"
+            )
+        failure = stream.failure if stream is not None else None
+        what = (
+            f"WebSocket server {target.display} closed the connection during the handshake"
+            if failure is None
+            else f"the connection to WebSocket server {target.display} failed during the "
+            f"handshake{_cause(failure)}"
+        )
+        raise ConnectError(
+            f"{what}; check that the URL is a WebSocket endpoint (and ws:// vs wss://)"
+        ) from failure
+    assert stream is not None
+    return connection, stream
+
+
+#: What the WebSocket library raises for a broken handshake (besides a rejection).
+_HANDSHAKE_FAILURES: Final = (
+    wsproto.utilities.ProtocolError,
+    h11.ProtocolError,
+    trio_websocket.HandshakeError,
+    trio_websocket.ConnectionClosed,
+    trio.BrokenResourceError,
+    OSError,
+)
+
+
+def _connect_failure(exc: BaseException, display: str) -> BaseException:
+    """What a failure while connecting becomes: :class:`ConnectError` naming the URL."""
+    if isinstance(exc, McpError) or not isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, trio_websocket.ConnectionRejected):
+        body = (exc.body or b"")[:200].decode("utf-8", errors="replace").strip()
+        said = f": {body}" if body else ""
+        return ConnectError(
+            f"WebSocket server {display} rejected the handshake with HTTP status "
+            f"{exc.status_code}{said}. Check the URL's path and the headers (authorization), "
+            f"and that the server speaks MCP over WebSocket (subprotocol {MCP_SUBPROTOCOL!r})"
+        )
+    if isinstance(exc, _HANDSHAKE_FAILURES):
+        # The library may fail while reporting a protocol error (sending a rejection as a
+        # client): the first WebSocket protocol error in the chain says what went wrong.
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, wsproto.utilities.ProtocolError):
+            cause = cause.__context__
+        return ConnectError(
+            f"the WebSocket handshake with {display} failed{_cause(cause or exc)}; check that "
+            f"the URL is a WebSocket MCP endpoint (subprotocol {MCP_SUBPROTOCOL!r})"
+        )
+    return exc
+
+
+def _single_failure(group: BaseExceptionGroup[Any]) -> BaseException | None:
+    """The one exception a group stands for (ignoring the cancellations it caused), or None."""
+    if len(group.exceptions) == 1:
+        return group.exceptions[0]
+    failures = [e for e in group.exceptions if not isinstance(e, trio.Cancelled)]
+    return failures[0] if len(failures) == 1 else None
+
+
+@asynccontextmanager
+async def open_websocket_transport(
+    params: WebSocketParameters,
+) -> AsyncIterator[WebSocketTransport]:
+    """Connect to the WebSocket MCP server described by ``params`` and yield its
+    :class:`WebSocketTransport`.
+
+    Raises :class:`ConnectError` naming the URL when the connection is refused or fails, the
+    server rejects the handshake, answers something that is not a WebSocket handshake, or does
+    not accept the subprotocol ``mcp``; :class:`ConnectTimeout` when the handshake takes longer
+    than ``connect_timeout``. Leaving the block runs :meth:`WebSocketTransport.aclose`, even
+    when the block is cancelled. An exception raised in the block comes out as itself (not
+    wrapped in an :class:`ExceptionGroup`).
+    """
+    target = params._target
+    connected = False
+    try:
+        async with trio.open_nursery() as nursery:
+            connection, stream = await _handshake(nursery, params)
+            transport = WebSocketTransport(
+                connection,
+                TransportInfo(kind="ws", detail=target.display),
+                f"WebSocket server {target.display}",
+                max_frame_bytes=params.max_frame_bytes,
+                close_timeout=params.close_timeout,
+                stream=stream,
+            )
+            try:
+                if connection.subprotocol != MCP_SUBPROTOCOL:
+                    raise ConnectError(
+                        f"WebSocket server {target.display} accepted the connection without the "
+                        f"subprotocol {MCP_SUBPROTOCOL!r} (it answered "
+                        f"{connection.subprotocol!r}), so it does not speak MCP there; check "
+                        "the URL's path"
+                    )
+                logger.debug("connected to %s", target.display)
+                connected = True
+                yield transport
+            finally:
+                await transport.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        failure = _single_failure(group)
+        if failure is None:
+            raise
+        if not connected:
+            mapped = _connect_failure(failure, target.display)
+            if mapped is not failure:
+                raise mapped from failure
+        context = failure.__context__
+        try:
+            raise failure  # the group was only a wrapper: the finally undoes the chaining
+        finally:
+            failure.__context__ = context
+
+
+# --------------------------------------------------------------------------- server side
+
+
+def _endpoint(value: trio_websocket.Endpoint | str) -> str:
+    if isinstance(value, trio_websocket.Endpoint):
+        address = str(value.address)
+        host = f"[{address}]" if ":" in address else address
+        return f"{host}:{value.port}"
+    return value
+
+
+async def accept_websocket_transport(
+    request: trio_websocket.WebSocketRequest,
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    close_timeout: float = 2.0,
+) -> WebSocketTransport:
+    """Server side: accept a client's WebSocket handshake for MCP and wrap the connection.
+
+    For a handler of ``trio_websocket.serve_websocket``: the connection is accepted with the
+    subprotocol ``mcp`` and returned as a :class:`WebSocketTransport` (serve it with, say,
+    ``FakeServer.serve_transport``). Give ``serve_websocket`` a ``max_message_size`` of at
+    least ``max_frame_bytes``. The transport is the caller's to close.
+
+    Raises :class:`ConnectError` after rejecting the handshake with HTTP 400 when the client
+    did not propose the subprotocol ``mcp``, and :class:`ValueError` for a ``max_frame_bytes``
+    or ``close_timeout`` that is not a positive integer or a finite number of seconds >= 0.
+    """
+    if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int):
+        raise ValueError(f"max_frame_bytes must be a positive integer, got {max_frame_bytes!r}")
+    if max_frame_bytes < 1:
+        raise ValueError(f"max_frame_bytes must be a positive integer, got {max_frame_bytes!r}")
+    if _bad_seconds(close_timeout, allow_zero=True):
+        raise ValueError(
+            f"close_timeout must be a finite number of seconds >= 0, got {close_timeout!r}"
+        )
+    client = _endpoint(request.remote)
+    if MCP_SUBPROTOCOL not in request.proposed_subprotocols:
+        proposed = ", ".join(request.proposed_subprotocols) or "none"
+        await request.reject(
+            400, body=f"this endpoint needs the WebSocket subprotocol {MCP_SUBPROTOCOL!r}".encode()
+        )
+        raise ConnectError(
+            f"refused WebSocket client {client} on {request.path}: it did not propose the "
+            f"subprotocol {MCP_SUBPROTOCOL!r} (proposed: {proposed})"
+        )
+    connection = await request.accept(subprotocol=MCP_SUBPROTOCOL)
+    return WebSocketTransport(
+        connection,
+        TransportInfo(kind="ws", detail=f"client {client} on {request.path}"),
+        f"WebSocket client {client}",
+        max_frame_bytes=max_frame_bytes,
+        close_timeout=close_timeout,
+    )

@@ -34,7 +34,11 @@ from ..protocol._errors import (
 )
 from ..protocol._types import CallToolResult
 from ..transports._base import Transport
+from ..transports._http import open_http_transport
+from ..transports._http_base import HttpParameters
+from ..transports._sse_client import open_sse_transport
 from ..transports._stdio import StdioParameters, open_stdio_transport
+from ..transports._websocket import WebSocketParameters, open_websocket_transport
 from ._callbacks import HostCallbacks
 from ._config import RuntimeConfig, ServerConfig, TransportKind
 from ._events import EventBus, EventSubscription, ServerState
@@ -68,7 +72,12 @@ def open_default_transport(
 ) -> AbstractAsyncContextManager[Transport]:
     """The transport for a server's configuration (a fresh one on every call).
 
-    ``on_stderr_line`` gets every line a stdio server writes to stderr."""
+    stdio runs the command; ``http`` speaks Streamable HTTP to ``url`` (falling back to the legacy
+    HTTP+SSE transport when the server answers the first ``initialize`` with 400, 404 or 405);
+    ``sse`` speaks the legacy HTTP+SSE transport; ``ws`` speaks WebSocket (subprotocol ``mcp``);
+    all three send the configured ``headers``. A custom ``transport_factory`` is called as it is.
+    ``on_stderr_line`` gets every line a stdio server writes to stderr. Raises
+    :class:`McpTransportConfigError` for an invalid URL or header."""
     kind = config.transport_kind
     if kind is TransportKind.CUSTOM:
         assert config.transport_factory is not None
@@ -83,6 +92,27 @@ def open_default_transport(
                 cwd=config.cwd,
                 max_frame_bytes=config.max_frame_bytes,
                 on_stderr_line=on_stderr_line,
+            )
+        )
+    if kind is TransportKind.HTTP or kind is TransportKind.SSE:
+        assert config.url is not None
+        params = HttpParameters(
+            url=config.url,
+            headers=dict(config.headers),
+            max_frame_bytes=config.max_frame_bytes,
+            connect_timeout=config.connect_timeout,
+        )
+        if kind is TransportKind.SSE:
+            return open_sse_transport(params)
+        return open_http_transport(params)
+    if kind is TransportKind.WS:
+        assert config.url is not None
+        return open_websocket_transport(
+            WebSocketParameters(
+                url=config.url,
+                headers=dict(config.headers),
+                max_frame_bytes=config.max_frame_bytes,
+                connect_timeout=config.connect_timeout,
             )
         )
     raise ConnectError(

@@ -8,6 +8,20 @@ their bytes to the writer and wait. The reader correlates each answer through th
 When the connection ends, the reader calls the supervisor's ``on_lost`` *before* anything else
 happens: every waiting call fails at once with :class:`ServerDisconnected`, and the registry
 withdraws the server's tools in the same step.
+
+Transports made of many requests (HTTP) add two optional hooks, which the session uses when the
+transport has them:
+
+- ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one call
+  with a transport error of its own (an HTTP error status, a response stream lost), which is never
+  disguised as a JSON-RPC error from the server;
+- session expiry: ``receive()`` raises :class:`SessionExpired` once when the server ended the
+  HTTP session. Without ending the connection generation the session then pauses its writer,
+  re-runs ``initialize`` and ``notifications/initialized`` ahead of every queued frame, fails the
+  calls lost in flight as outcome unknown, has the transport re-send what the server refused
+  (``resume()``), sets the log level again and re-lists the tools. A second expiry while this is
+  going on, or a failed re-initialize, ends the connection (the supervisor reconnects), and the
+  refused calls then fail as never sent (``discard_held()``).
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ import trio
 from ..protocol._codec import structure, unstructure
 from ..protocol._errors import (
     CallTimeout,
+    HttpStatusError,
     InvalidMessage,
     ListingTooLarge,
     LocalProtocolError,
@@ -33,6 +48,7 @@ from ..protocol._errors import (
     RemoteProtocolError,
     RpcError,
     ServerDisconnected,
+    SessionExpired,
     TransportClosed,
     TransportError,
 )
@@ -155,11 +171,18 @@ class Session:
     _lost_reason: str | None = attrs.field(default=None, init=False)
     _batches: bool = attrs.field(default=False, init=False)
     _log: logging.Logger = attrs.field(init=False)
+    #: Set once the first handshake and listing are done.
+    _established: bool = attrs.field(default=False, init=False)
+    #: Set while a new HTTP session is being initialized after the old one expired.
+    _reinitializing: bool = attrs.field(default=False, init=False)
+    #: Set when the writer may send; cleared while a new session is being initialized.
+    _writer_open: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._pending = PendingCalls(self.config.name)
         self._outbox_send, self._outbox_receive = trio.open_memory_channel(OUTBOX_SIZE)
         self._log = logging.getLogger(f"trio_mcp.server.{self.config.name}")
+        self._writer_open.set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -184,12 +207,16 @@ class Session:
         :class:`TransportClosed` (or the protocol error that ended the connection) when the
         connection ends; returns normally only when cancelled from outside.
         """
+        set_handler = getattr(self.transport, "set_request_failure_handler", None)
+        if callable(set_handler):
+            set_handler(self._on_request_failure)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reader)
                 nursery.start_soon(self._writer)
                 await self._handshake()
+                self._established = True
                 nursery.start_soon(self._debouncer)
                 task_status.started(self)
         finally:
@@ -208,9 +235,8 @@ class Session:
 
     # ------------------------------------------------------------------ handshake
 
-    async def _handshake(self) -> None:
-        timeout = self.config.connect_timeout
-        params = {
+    def _initialize_params(self) -> dict[str, Any]:
+        return {
             "protocolVersion": LATEST_LEGACY,
             "capabilities": self.callbacks.client_capabilities(),
             "clientInfo": {
@@ -218,7 +244,9 @@ class Session:
                 "version": self.runtime.client_version or _package_version(),
             },
         }
-        raw = await self.request("initialize", params, timeout=timeout)
+
+    def _adopt(self, raw: Mapping[str, Any]) -> tuple[str, InitializeResult]:
+        """Check the answer to ``initialize`` and take what it settles (sync)."""
         result = decode_result("initialize", raw)
         assert isinstance(result, InitializeResult)
         version = check_initialize_answer(LATEST_LEGACY, result.protocol_version)
@@ -234,6 +262,12 @@ class Session:
             capabilities=result.capabilities,
             instructions=result.instructions,
         )
+        return version, result
+
+    async def _handshake(self) -> None:
+        timeout = self.config.connect_timeout
+        raw = await self.request("initialize", self._initialize_params(), timeout=timeout)
+        version, result = self._adopt(raw)
         await self.notify("notifications/initialized")
         caps = result.capabilities
         if self.config.log_level is not None and caps.logging is not None:
@@ -513,6 +547,8 @@ class Session:
     async def _writer(self) -> None:
         """The only task that sends on the transport."""
         async for frame, waiter in self._outbox_receive:
+            if not self._writer_open.is_set():
+                await self._writer_open.wait()  # a new session is being initialized
             if waiter is not None:
                 if waiter.done:  # its caller gave up before it went out
                     continue
@@ -527,7 +563,11 @@ class Session:
         """Read frames until the connection ends; correlate and dispatch each message."""
         try:
             while True:
-                frame = await self.transport.receive()
+                try:
+                    frame = await self.transport.receive()
+                except SessionExpired as exc:
+                    self._on_session_expired(exc)
+                    continue
                 self._handle_frame(frame)
         except TransportClosed as exc:
             self.lose(str(exc) or "the server closed the connection")
@@ -586,6 +626,136 @@ class Session:
                 self._start_inbound(request)
             case NotificationReceived(notification=notification):
                 self._on_notification(notification)
+
+    # ------------------------------------------------------------------ HTTP sessions
+
+    def _on_request_failure(self, request_id: RequestId, error: McpError, sent: bool) -> None:
+        """The transport failed one request on its own (an HTTP error status, a response stream
+        lost): fail that call with ``error``, never as a JSON-RPC error. Sync."""
+        method = self._conn.outstanding.get(request_id)
+        if method is None or not self._conn.forget(request_id):
+            return  # answered, abandoned or failed already
+        if isinstance(error, ServerDisconnected):
+            failure: McpError = ServerDisconnected(
+                f"server {self.server!r}: {error}", server=self.server, sent=sent
+            )
+            failure.__cause__ = error
+        elif isinstance(error, HttpStatusError):
+            failure = HttpStatusError(
+                f"server {self.server!r}: {error}", status=error.status, body=error.body
+            )
+            failure.__cause__ = error
+        else:
+            failure = error
+        self._log.info("%s (request %r) failed: %s", method, request_id, failure)
+        self._pending.resolve(request_id, outcome.Error(failure))
+
+    def _on_session_expired(self, notice: SessionExpired) -> None:
+        """The server ended the HTTP session: start initializing a new one (single flight).
+
+        Raises :class:`TransportClosed` (which ends the connection) when that cannot be done:
+        during the first handshake, while a new session is already being initialized, or when the
+        transport cannot re-send what it held back."""
+        resume = getattr(self.transport, "resume", None)
+        if not self._established or self._reinitializing or not callable(resume):
+            when = (
+                "again while a new session was being initialized"
+                if self._reinitializing
+                else "before the session was established"
+            )
+            self._discard_held()
+            raise TransportClosed(f"{notice} ({when}); reconnecting") from notice
+        self._reinitializing = True
+        self._writer_open = trio.Event()  # pause the writer: the new initialize goes first
+        for request_id in notice.lost:
+            method = self._conn.outstanding.get(request_id)
+            if method is None or not self._conn.forget(request_id):
+                continue
+            error = ServerDisconnected(
+                f"server {self.server!r} ended its session while {method} was in flight: the "
+                "outcome is unknown and the request is not re-sent",
+                server=self.server,
+                sent=True,
+            )
+            self._pending.resolve(request_id, outcome.Error(error))
+        self._log.warning(
+            "the server ended the session (%d calls lost in flight); initializing a new one",
+            len(notice.lost),
+        )
+        assert self._nursery is not None
+        self._nursery.start_soon(self._reinitialize)
+
+    async def _reinitialize(self) -> None:
+        """Initialize a new session ahead of every queued frame, let the transport re-send what
+        the server refused, then restore the log level and re-list the tools."""
+        timeout = self.config.connect_timeout
+        try:
+            raw = await self._direct_request("initialize", self._initialize_params(), timeout)
+            version, result = self._adopt(raw)
+            frame = serialize(self._conn.notification("notifications/initialized"))
+            await self.transport.send(frame)
+        except McpError as exc:
+            self._discard_held()
+            reason = f"the server ended the session and a new one could not be initialized: {exc}"
+            self.lose(reason)
+            raise TransportClosed(reason) from exc
+        resume = getattr(self.transport, "resume", None)
+        if callable(resume):
+            resume()
+        self._writer_open.set()
+        self._log.info("a new session is initialized (protocol %s)", version)
+        caps = result.capabilities
+        try:
+            if self.config.log_level is not None and caps.logging is not None:
+                await self.request(
+                    "logging/setLevel", {"level": self.config.log_level}, timeout=timeout
+                )
+            if caps.tools is not None:
+                await self._relist("tools")
+        except (RpcError, RemoteProtocolError, CallTimeout, TransportError) as exc:
+            self._log.warning("after the new session, restoring its state failed: %s", exc)
+        finally:
+            self._reinitializing = False
+
+    async def _direct_request(
+        self, method: str, params: Mapping[str, Any], timeout: float
+    ) -> Mapping[str, Any]:
+        """Send a request straight to the transport, past the (paused) writer, and wait for its
+        result. Raises like :meth:`request`."""
+        request = self._conn.start_request(method, params)
+        waiter = self._pending.add(request.id, method)
+        waiter.sent = True
+        try:
+            await self.transport.send(serialize(request))
+            with trio.move_on_after(timeout):
+                return await waiter.wait()
+            raise CallTimeout(
+                f"{method} to server {self.server!r} got no answer in {timeout:g} s",
+                timeout=timeout,
+                server=self.server,
+                method=method,
+                request_id=request.id,
+            )
+        finally:
+            if not waiter.done:
+                self._pending.discard(request.id)
+                self._conn.forget(request.id)
+
+    def _discard_held(self) -> None:
+        """No new session: the calls the transport held back fail as never sent."""
+        discard = getattr(self.transport, "discard_held", None)
+        held: tuple[RequestId, ...] = discard() if callable(discard) else ()
+        for request_id in held:
+            method = self._conn.outstanding.get(request_id)
+            if method is None or not self._conn.forget(request_id):
+                continue
+            error = ServerDisconnected(
+                f"server {self.server!r} ended its session before {method} was processed, and "
+                "no new session could be initialized: it is safe to retry",
+                server=self.server,
+                sent=False,
+            )
+            self._pending.resolve(request_id, outcome.Error(error))
 
     # ------------------------------------------------------------------ server -> client
 

@@ -9,7 +9,10 @@ in-process servers.
 from __future__ import annotations
 
 from ._base import Transport, TransportInfo, collapse_exception_group, map_transport_errors
+from ._http import HttpTransport, open_http_transport
+from ._http_base import HttpParameters, HttpStatistics, RequestFailureHandler
 from ._memory import MemoryTransport, MemoryTransportStatistics, memory_transport_pair
+from ._sse_client import SseTransport, open_sse_transport
 from ._stdio import (
     DEFAULT_ENV_ALLOWLIST,
     StdioParameters,
@@ -30,8 +33,13 @@ from ._websocket import (
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
     "MCP_SUBPROTOCOL",
+    "HttpParameters",
+    "HttpStatistics",
+    "HttpTransport",
     "MemoryTransport",
     "MemoryTransportStatistics",
+    "RequestFailureHandler",
+    "SseTransport",
     "StdioParameters",
     "StdioStatistics",
     "StdioTransport",
@@ -45,6 +53,8 @@ __all__ = [
     "collapse_exception_group",
     "map_transport_errors",
     "memory_transport_pair",
+    "open_http_transport",
+    "open_sse_transport",
     "open_stdio_transport",
     "open_websocket_transport",
 ]

@@ -1,0 +1,697 @@
+"""In-process HTTP servers on 127.0.0.1 for the HTTP transport tests (trio + h11, real sockets).
+
+- :func:`serve_http` runs an HTTP/1.1 server whose every request goes to an async handler with a
+  :class:`Reply` to answer (a whole body, or a stream of chunks such as SSE events; or an abrupt
+  close). It records every request, and can be killed and restarted on the same port.
+- :class:`FakeMcpHttp` is a scriptable Streamable HTTP MCP server on top of it: sessions (404 or
+  the TypeScript SDK's 400 on an unknown one), SSE or JSON answers, priming events, resumable
+  streams (``Last-Event-ID``), the GET stream, DELETE; tools are async functions of the test.
+- :class:`FakeLegacySse` is a legacy HTTP+SSE MCP server (``endpoint`` event, 202 POSTs).
+
+Everything runs in the test's own trio run, so a test coordinates with the server through
+``trio.Event``\\ s and asserts exactly what went over the wire.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Literal
+
+import attrs
+import h11
+import trio
+import trio.lowlevel
+
+Handler = Callable[["HttpRequest", "Reply"], Awaitable[None]]
+
+
+class ClientGone(Exception):
+    """The client closed the connection while the server was writing to it."""
+
+
+@attrs.define
+class HttpRequest:
+    """One request the server received. Header names are lower case."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
+
+    @property
+    def query(self) -> str:
+        return self.target.split("?", 1)[1] if "?" in self.target else ""
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def sse_event(
+    data: str | None = None,
+    *,
+    id: str | None = None,
+    event: str | None = None,
+    retry: int | None = None,
+) -> bytes:
+    """The bytes of one SSE event (``data`` may hold several lines)."""
+    lines = []
+    if event is not None:
+        lines.append(f"event: {event}")
+    if id is not None:
+        lines.append(f"id: {id}")
+    if retry is not None:
+        lines.append(f"retry: {retry}")
+    if data is not None:
+        lines.extend(f"data: {line}" for line in data.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+@attrs.define(eq=False)
+class Reply:
+    """The answer to one request."""
+
+    _conn: h11.Connection
+    _stream: trio.SocketStream
+    started: bool = False
+    finished: bool = False
+    aborted: bool = False
+    _lock: trio.StrictFIFOLock = attrs.field(factory=trio.StrictFIFOLock)
+
+    async def _send(self, event: h11.Event) -> None:
+        async with self._lock:  # the handler and the test may both write
+            if self.aborted:
+                raise ClientGone()
+            data = self._conn.send(event)
+            if not data:
+                return
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self.aborted = True
+                raise ClientGone() from exc
+
+    async def send(
+        self, status: int, body: bytes = b"", *, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        """A whole response with a Content-Length."""
+        all_headers = [*headers, ("content-length", str(len(body)))]
+        await self._send(h11.Response(status_code=status, headers=all_headers))
+        self.started = True
+        if body:
+            await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+        self.finished = True
+
+    async def json(
+        self, value: Any, status: int = 200, *, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        body = json.dumps(value).encode()
+        await self.send(status, body, headers=[("content-type", "application/json"), *headers])
+
+    async def start(
+        self,
+        status: int = 200,
+        *,
+        content_type: str = "text/event-stream",
+        headers: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Start a chunked response (an SSE stream by default)."""
+        all_headers = [("content-type", content_type), ("cache-control", "no-cache"), *headers]
+        await self._send(h11.Response(status_code=status, headers=all_headers))
+        self.started = True
+
+    async def write(self, data: bytes) -> None:
+        await self._send(h11.Data(data=data))
+
+    async def event(
+        self,
+        data: str | None = None,
+        *,
+        id: str | None = None,
+        event: str | None = None,
+        retry: int | None = None,
+    ) -> None:
+        await self.write(sse_event(data, id=id, event=event, retry=retry))
+
+    async def end(self) -> None:
+        """End the response cleanly."""
+        if not self.finished and not self.aborted:
+            self.finished = True  # before the await: another task may end it meanwhile
+            await self._send(h11.EndOfMessage())
+
+    async def abort(self) -> None:
+        """Close the connection now, in the middle of the response."""
+        self.aborted = True
+        await self._stream.aclose()
+
+
+async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> HttpRequest | None:
+    head: h11.Request | None = None
+    body: list[bytes] = []
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            conn.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Request):
+            head = event
+        elif isinstance(event, h11.Data):
+            body.append(bytes(event.data))
+        elif isinstance(event, h11.EndOfMessage):
+            assert head is not None
+            headers: dict[str, str] = {}
+            for name, value in head.headers:
+                key = name.decode().lower()
+                text = value.decode()
+                headers[key] = f"{headers[key]}, {text}" if key in headers else text
+            return HttpRequest(
+                method=head.method.decode(),
+                target=head.target.decode(),
+                headers=headers,
+                body=b"".join(body),
+                at=trio.current_time(),
+            )
+        else:  # ConnectionClosed, PAUSED
+            return None
+
+
+@attrs.define(eq=False)
+class HttpServer:
+    """A running :func:`serve_http` server."""
+
+    handler: Handler
+    _nursery: trio.Nursery
+    port: int = 0
+    requests: list[HttpRequest] = attrs.field(factory=list)
+    _scope: trio.CancelScope | None = None
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def by_method(self, method: str) -> list[HttpRequest]:
+        return [r for r in self.requests if r.method == method]
+
+    async def start(self) -> None:
+        """Listen (again) on 127.0.0.1, on the same port after a restart."""
+        listeners = await trio.open_tcp_listeners(self.port, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        self._scope = trio.CancelScope()
+        self._nursery.start_soon(self._serve, listeners, self._scope)
+
+    async def kill(self) -> None:
+        """Stop listening and cut every open connection at once (as a crash would)."""
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+        await trio.lowlevel.checkpoint()
+
+    async def _serve(self, listeners: list[trio.SocketListener], scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await trio.serve_listeners(self._connection, listeners)
+        finally:
+            with trio.CancelScope(shield=True):
+                for listener in listeners:
+                    await listener.aclose()
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request = await _read_request(conn, stream)
+                if request is None:
+                    return
+                self.requests.append(request)
+                reply = Reply(conn, stream)
+                try:
+                    await self.handler(request, reply)
+                    if not reply.started:
+                        await reply.send(500, b"the test handler gave no answer")
+                    await reply.end()
+                except ClientGone:
+                    return
+                if reply.aborted or conn.our_state is not h11.DONE:
+                    return
+                if conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.RemoteProtocolError):
+            return
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+
+@asynccontextmanager
+async def serve_http(handler: Handler) -> AsyncIterator[HttpServer]:
+    """Serve ``handler`` on 127.0.0.1 (a free port) for the block."""
+    async with trio.open_nursery() as nursery:
+        server = HttpServer(handler, nursery)
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.kill()
+            nursery.cancel_scope.cancel()
+
+
+# --------------------------------------------------------------------------- the MCP fake
+
+ToolFn = Callable[["ToolCall"], Awaitable[Any]]
+
+SESSION_NOT_FOUND: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {"code": -32600, "message": "Session not found"},
+}
+NO_VALID_SESSION: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
+}
+
+
+def text_result(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
+@attrs.define(eq=False)
+class FakeStream:
+    """One SSE stream of the fake (a POST's answer, or the GET stream): its events are kept, so
+    a client can resume it with ``Last-Event-ID`` on another connection."""
+
+    key: str
+    retry_ms: int | None
+    with_ids: bool = True
+    reply: Reply | None = None
+    events: list[tuple[str, str]] = attrs.field(factory=list)
+    done: bool = False
+    _released: trio.Event = attrs.field(factory=trio.Event)
+
+    def _next_id(self) -> str:
+        return f"{self.key}-{len(self.events) + 1}"
+
+    async def _write(self, data: bytes) -> None:
+        if self.reply is None:
+            return
+        try:
+            await self.reply.write(data)
+        except ClientGone:
+            self._detach()
+
+    def _detach(self) -> None:
+        self.reply = None
+        self._released.set()
+
+    async def prime(self) -> None:
+        """The priming event: an id, the retry, and empty data."""
+        event_id = self._next_id()
+        self.events.append((event_id, ""))
+        await self._write(sse_event("", id=event_id, retry=self.retry_ms))
+
+    async def send(self, message: Any) -> None:
+        """Send (or keep, when no client is attached) one message."""
+        data = json.dumps(message)
+        event_id = self._next_id()
+        self.events.append((event_id, data))
+        await self._write(sse_event(data, id=event_id if self.with_ids else None))
+
+    async def drop(self, *, clean: bool = False) -> None:
+        """Cut the client's connection (or end it cleanly) without ending the stream."""
+        reply, self.reply = self.reply, None
+        if reply is not None:
+            # End the response before its handler is released (it would cut it otherwise).
+            with suppress(ClientGone):
+                if clean:
+                    await reply.end()
+                else:
+                    await reply.abort()
+        self._released.set()
+
+    async def finish(self) -> None:
+        self.done = True
+        reply, self.reply = self.reply, None
+        if reply is not None and not reply.aborted:
+            with suppress(ClientGone):
+                await reply.end()
+        self._released.set()
+
+    async def attach(self, reply: Reply, after: str | None, *, prime: bool = False) -> None:
+        """Serve the stream on ``reply`` (a priming event first if asked), from the event after
+        ``after``, until it is done or dropped."""
+        index = 0
+        if after is not None:
+            ids = [event_id for event_id, _ in self.events]
+            index = ids.index(after) + 1
+        self._released.set()  # a connection attached before is released
+        self._released = trio.Event()
+        self.reply = None  # what is sent meanwhile is kept, and replayed below
+        if prime:
+            event_id = self._next_id()
+            self.events.append((event_id, ""))
+            index = len(self.events)
+            await reply.event("", id=event_id, retry=self.retry_ms)
+        while index < len(self.events):
+            event_id, data = self.events[index]
+            index += 1
+            if data:
+                await reply.write(sse_event(data, id=event_id if self.with_ids else None))
+        self.reply = reply
+        if self.done:
+            await self.finish()
+            return
+        await self._released.wait()
+
+
+@attrs.define(eq=False)
+class ToolCall:
+    """What a fake tool gets: its arguments, the stream it answers on (``None`` for a JSON
+    answer), the request id, and the fake itself."""
+
+    name: str
+    arguments: dict[str, Any]
+    stream: FakeStream | None
+    request_id: Any
+    fake: Any
+
+
+async def _echo(call: ToolCall) -> Any:
+    return text_result(str(call.arguments.get("text", "")))
+
+
+@attrs.define(eq=False)
+class FakeMcpHttp:
+    """A Streamable HTTP MCP server. Knobs are plain attributes (change them mid-test)."""
+
+    path: str = "/mcp"
+    protocol_version: str = "2025-11-25"
+    json_response: bool = False
+    sessions: bool = True
+    priming: bool = True
+    event_ids: bool = True
+    retry_ms: int | None = None
+    get_stream: bool = True
+    #: How an unknown session id is answered: 404 (Python SDK) or 400 (TypeScript SDK).
+    expiry_status: Literal[404, 400] = 404
+    delete_status: int = 200
+    tools: dict[str, ToolFn] = attrs.field(factory=lambda: {"echo": _echo})
+    #: ``method -> (status, body)``: answer that method's POSTs with an HTTP error.
+    refuse: dict[str, tuple[int, bytes]] = attrs.field(factory=dict)
+    #: Called with every POSTed JSON-RPC message (before it is answered).
+    on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+
+    live: set[str] = attrs.field(factory=set)
+    issued: list[str] = attrs.field(factory=list)
+    deleted: list[str] = attrs.field(factory=list)
+    messages: list[dict[str, Any]] = attrs.field(factory=list)
+    streams: dict[str, FakeStream] = attrs.field(factory=dict)
+    get_streams: list[FakeStream] = attrs.field(factory=list)
+    _changed: trio.Event = attrs.field(factory=trio.Event)
+    _counter: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool]) -> None:
+        """Wait until ``predicate()`` holds (checked after every request the fake handles)."""
+        while not predicate():
+            await self._changed.wait()
+
+    @property
+    def initializes(self) -> int:
+        return sum(1 for m in self.messages if m.get("method") == "initialize")
+
+    def methods(self) -> list[str]:
+        return [m["method"] for m in self.messages if "method" in m]
+
+    def expire(self) -> None:
+        """Forget every session (the next request with its id is refused)."""
+        self.live.clear()
+
+    async def push(self, message: Any) -> None:
+        """Send a message on the open GET stream(s)."""
+        for stream in self.get_streams:
+            await stream.send(message)
+
+    async def close_get_streams(self, *, clean: bool = True) -> None:
+        """Cut the GET streams' connections; the streams go on (a client may resume them)."""
+        for stream in self.get_streams:
+            await stream.drop(clean=clean)
+
+    # ------------------------------------------------------------------ HTTP
+
+    async def handle(self, request: HttpRequest, reply: Reply) -> None:
+        self._notify()
+        try:
+            await self._handle(request, reply)
+        finally:
+            self._notify()
+
+    async def _handle(self, request: HttpRequest, reply: Reply) -> None:
+        if request.path != self.path:
+            await reply.send(404, b"Not Found")
+        elif request.method == "POST":
+            await self._post(request, reply)
+        elif request.method == "GET":
+            await self._get(request, reply)
+        elif request.method == "DELETE":
+            await self._delete(request, reply)
+        else:
+            await reply.send(405, b"Method Not Allowed", headers=[("allow", "GET, POST, DELETE")])
+
+    def _session_problem(self, request: HttpRequest) -> tuple[int, Any] | None:
+        if not self.sessions:
+            return None
+        session = request.header("mcp-session-id")
+        if session is None:
+            return 400, {
+                "jsonrpc": "2.0",
+                "id": "server-error",
+                "error": {"code": -32600, "message": "Bad Request: Missing session ID"},
+            }
+        if session not in self.live:
+            if self.expiry_status == 404:
+                return 404, SESSION_NOT_FOUND
+            return 400, NO_VALID_SESSION
+        return None
+
+    async def _post(self, request: HttpRequest, reply: Reply) -> None:
+        accept = request.header("accept") or ""
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            await reply.json({"error": "Not Acceptable"}, 406)
+            return
+        body = request.json()
+        batch = isinstance(body, list)
+        messages: list[dict[str, Any]] = body if batch else [body]
+        initialize = any(m.get("method") == "initialize" for m in messages)
+        if not initialize:
+            problem = self._session_problem(request)
+            if problem is not None:
+                await reply.json(problem[1], problem[0])
+                return
+        self.messages.extend(messages)
+        self._notify()
+        for message in messages:
+            if self.on_message is not None:
+                await self.on_message(message)
+            refused = self.refuse.get(message.get("method", ""))
+            if refused is not None:
+                await reply.send(refused[0], refused[1])
+                return
+        requests = [m for m in messages if "method" in m and "id" in m]
+        if not requests:
+            await reply.send(202)
+            return
+        headers: list[tuple[str, str]] = []
+        if initialize and self.sessions:
+            session = f"session-{next(self._counter)}"
+            self.issued.append(session)
+            self.live.add(session)
+            headers.append(("mcp-session-id", session))
+        if self.json_response:
+            answers = [await self._answer(m, None) for m in requests]
+            await reply.json(answers if batch else answers[0], headers=headers)
+            return
+        stream = FakeStream(
+            key=f"s{next(self._counter)}", retry_ms=self.retry_ms, with_ids=self.event_ids
+        )
+        self.streams[stream.key] = stream
+        await reply.start(headers=headers)
+        stream.reply = reply
+        if self.priming:
+            await stream.prime()
+        for message in requests:
+            await stream.send(await self._answer(message, stream))
+        await stream.finish()
+
+    async def _answer(self, message: dict[str, Any], stream: FakeStream | None) -> dict[str, Any]:
+        method, rid = message["method"], message["id"]
+        params = message.get("params") or {}
+        result: Any
+        if method == "initialize":
+            result = {
+                "protocolVersion": self.protocol_version,
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "fake-http", "version": "1.0"},
+            }
+        elif method == "tools/list":
+            result = {
+                "tools": [
+                    {"name": name, "inputSchema": {"type": "object"}} for name in sorted(self.tools)
+                ]
+            }
+        elif method == "tools/call":
+            tool = self.tools.get(params.get("name", ""))
+            if tool is None:
+                return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no"}}
+            call = ToolCall(params["name"], params.get("arguments") or {}, stream, rid, self)
+            result = await tool(call)
+        elif method == "ping":
+            result = {}
+        else:
+            return {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "error": {"code": -32601, "message": f"Method not found: {method}"},
+            }
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    async def _get(self, request: HttpRequest, reply: Reply) -> None:
+        last = request.header("last-event-id")
+        if last is None and not self.get_stream:
+            await reply.send(405, b"Method Not Allowed", headers=[("allow", "POST")])
+            return
+        problem = self._session_problem(request)
+        if problem is not None:
+            await reply.json(problem[1], problem[0])
+            return
+        if last is not None:
+            stream = self.streams.get(last.rsplit("-", 1)[0])
+            if stream is None:
+                await reply.send(404, b"unknown event id")
+                return
+            await reply.start()
+            await stream.attach(reply, last)
+            return
+        stream = FakeStream(
+            key=f"g{next(self._counter)}", retry_ms=self.retry_ms, with_ids=self.event_ids
+        )
+        self.streams[stream.key] = stream
+        self.get_streams.append(stream)
+        await reply.start()
+        self._notify()
+        await stream.attach(reply, None, prime=self.priming)
+
+    async def _delete(self, request: HttpRequest, reply: Reply) -> None:
+        session = request.header("mcp-session-id")
+        if session is not None:
+            self.deleted.append(session)
+            self.live.discard(session)
+        await reply.send(self.delete_status)
+
+
+# --------------------------------------------------------------------------- legacy
+
+
+@attrs.define(eq=False)
+class FakeLegacySse:
+    """An HTTP+SSE server. ``endpoint`` is what its endpoint event says, with ``{id}`` replaced by
+    the session id (relative or absolute)."""
+
+    sse_path: str = "/sse"
+    endpoint: str = "/messages/?session_id={id}"
+    #: The answer to a POST on ``sse_path`` (a Streamable HTTP client's first try).
+    post_status: int = 405
+    tools: dict[str, ToolFn] = attrs.field(factory=lambda: {"echo": _echo})
+    refuse: dict[str, tuple[int, bytes]] = attrs.field(factory=dict)
+    protocol_version: str = "2024-11-05"
+    #: Events written before the endpoint event (raw SSE bytes).
+    preamble: bytes = b""
+    send_endpoint: bool = True
+
+    sessions: dict[str, FakeStream] = attrs.field(factory=dict)
+    messages: list[dict[str, Any]] = attrs.field(factory=list)
+    _counter: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+
+    def methods(self) -> list[str]:
+        return [m["method"] for m in self.messages if "method" in m]
+
+    async def end_streams(self) -> None:
+        for stream in self.sessions.values():
+            await stream.drop(clean=True)
+
+    async def push(self, message: Any) -> None:
+        for stream in self.sessions.values():
+            await stream.send(message)
+
+    async def handle(self, request: HttpRequest, reply: Reply) -> None:
+        if request.path == self.sse_path and request.method == "GET":
+            session = f"{next(self._counter):032x}"
+            stream = FakeStream(key=session, retry_ms=None, with_ids=False)
+            self.sessions[session] = stream
+            await reply.start(content_type="text/event-stream; charset=utf-8")
+            if self.preamble:
+                await reply.write(self.preamble)
+            if self.send_endpoint:
+                endpoint = self.endpoint.format(id=session)
+                await reply.write(sse_event(endpoint, event="endpoint"))
+            await stream.attach(reply, None)
+            return
+        if request.path == self.sse_path and request.method == "POST":
+            await reply.send(self.post_status, b"Method Not Allowed")
+            return
+        if request.method != "POST":
+            await reply.send(404, b"Not Found")
+            return
+        wanted = ""
+        for part in request.query.split("&"):
+            name, _, value = part.partition("=")
+            if name in ("session_id", "sessionId"):
+                wanted = value
+        target = self.sessions.get(wanted)
+        if target is None:
+            await reply.send(404, b"Could not find session")
+            return
+        message = request.json()
+        refused = self.refuse.get(message.get("method", "") if isinstance(message, dict) else "")
+        if refused is not None:
+            await reply.send(refused[0], refused[1])
+            return
+        self.messages.append(message)
+        await reply.send(202, b"Accepted")
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            await target.send(await self._answer(message))
+
+    async def _answer(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        method, rid = message["method"], message["id"]
+        params = message.get("params") or {}
+        if method == "initialize":
+            result: Any = {
+                "protocolVersion": self.protocol_version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "fake-legacy", "version": "1.0"},
+            }
+        elif method == "tools/list":
+            result = {
+                "tools": [
+                    {"name": name, "inputSchema": {"type": "object"}} for name in sorted(self.tools)
+                ]
+            }
+        elif method == "tools/call":
+            tool = self.tools[params["name"]]
+            call = ToolCall(params["name"], params.get("arguments") or {}, None, rid, self)
+            result = await tool(call)
+        else:
+            return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "nope"}}
+        return {"jsonrpc": "2.0", "id": rid, "result": result}

@@ -1,0 +1,1133 @@
+"""The Streamable HTTP transport against in-process HTTP servers on 127.0.0.1 (real sockets, the
+real clock: every wait is bounded), at the wire level and under the runtime."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from tests.transports.http_fake import (
+    FakeMcpHttp,
+    FakeStream,
+    HttpRequest,
+    HttpServer,
+    Reply,
+    ToolCall,
+    serve_http,
+    text_result,
+)
+from trio_mcp.actors import (
+    RetryPolicy,
+    Runtime,
+    RuntimeConfig,
+    ServerConfig,
+    ServerState,
+    TransportKind,
+    open_runtime,
+)
+from trio_mcp.actors._runtime import open_default_transport
+from trio_mcp.protocol._errors import (
+    ConnectError,
+    FrameTooLarge,
+    HttpStatusError,
+    McpError,
+    McpTransportConfigError,
+    RemoteProtocolError,
+    ServerDisconnected,
+    SessionExpired,
+    TransportClosed,
+)
+from trio_mcp.transports._http import HttpTransport, open_http_transport
+from trio_mcp.transports._http_base import (
+    HttpParameters,
+    display_url,
+    looks_secret_header,
+    redacted_headers,
+)
+from trio_mcp.transports._sse_client import SseTransport
+
+BOUND = 10.0
+SECRET = "s3cret-t0ken"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@asynccontextmanager
+async def fake_server(**knobs: Any) -> AsyncIterator[tuple[FakeMcpHttp, HttpServer]]:
+    fake = FakeMcpHttp(**knobs)
+    async with serve_http(fake.handle) as server:
+        yield fake, server
+
+
+def params(server: HttpServer, **options: Any) -> HttpParameters:
+    options.setdefault("reconnect_delay", 0.05)
+    options.setdefault("connect_timeout", 5.0)
+    return HttpParameters(url=server.base + "/mcp", **options)
+
+
+def request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def call(rid: int, name: str, **arguments: Any) -> bytes:
+    return request(rid, "tools/call", {"name": name, "arguments": arguments})
+
+
+Failure = tuple[Any, McpError, bool]
+
+
+def record_failures(transport: HttpTransport | SseTransport) -> list[Failure]:
+    failures: list[Failure] = []
+    transport.set_request_failure_handler(lambda rid, exc, sent: failures.append((rid, exc, sent)))
+    return failures
+
+
+async def receive_json(transport: HttpTransport) -> Any:
+    return json.loads(await transport.receive())
+
+
+async def initialize(transport: HttpTransport, version: str = "2025-11-25") -> Any:
+    """The handshake, by hand: initialize, then notifications/initialized."""
+    await transport.send(
+        request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        )
+    )
+    answer = await receive_json(transport)
+    transport.set_protocol_version(answer["result"]["protocolVersion"])
+    await transport.send(notification("notifications/initialized"))
+    return answer
+
+
+def config(server: HttpServer, **options: Any) -> RuntimeConfig:
+    options.setdefault("connect_timeout", 5.0)
+    options.setdefault("timeout", 5.0)
+    name = options.pop("name", "h")
+    server_config = ServerConfig(name=name, url=server.base + "/mcp", **options)
+    return RuntimeConfig(
+        servers=(server_config,),
+        retry=RetryPolicy(jitter=0.0, reconnect_initial=0.1),
+        list_changed_debounce=0.01,
+    )
+
+
+def quick_transport(cfg: ServerConfig, _stderr: Callable[[str], None]) -> Any:
+    """The runtime's HTTP transport, with quick reconnects for tests."""
+    assert cfg.url is not None
+    return open_http_transport(
+        HttpParameters(url=cfg.url, headers=dict(cfg.headers), reconnect_delay=0.05)
+    )
+
+
+@asynccontextmanager
+async def runtime(server: HttpServer, **options: Any) -> AsyncIterator[Runtime]:
+    async with open_runtime(config(server, **options), open_transport=quick_transport) as rt:
+        with trio.fail_after(BOUND):
+            statuses = await rt.wait_ready()
+        assert statuses["h"].state is ServerState.READY, statuses["h"].last_error
+        yield rt
+
+
+async def eventually(predicate: Callable[[], bool]) -> None:
+    """Wait until ``predicate()`` holds, polling (bounded): for state without an event of its
+    own, such as a transport's counters."""
+    with trio.fail_after(BOUND):
+        while not predicate():  # noqa: ASYNC110 - nothing to wait on but the state itself
+            await trio.sleep(0.005)
+
+
+async def wait_state(rt: Runtime, state: ServerState) -> None:
+    with trio.fail_after(BOUND), rt.events() as events:
+        while rt.status()["h"].state is not state:
+            await events.__anext__()
+
+
+NOTE = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}
+
+
+def response(rid: int, result: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": result if result is not None else {}}
+
+
+# --------------------------------------------------------------------------- the wire
+
+
+async def test_every_request_carries_the_headers_the_specification_requires() -> None:
+    headers = {"Authorization": f"Bearer {SECRET}", "X-Team": "blue", "accept": "text/html"}
+    async with fake_server() as (fake, server):
+        async with open_http_transport(params(server, headers=headers)) as t:
+            with trio.fail_after(BOUND):
+                answer = await initialize(t)
+                assert answer["result"]["serverInfo"] == {"name": "fake-http", "version": "1.0"}
+                await fake.wait_until(lambda: len(fake.get_streams) == 1)
+                await t.send(call(2, "echo", text="hi"))
+                assert await receive_json(t) == response(2, text_result("hi"))
+            stats = t.statistics()
+            assert (stats.mode, stats.has_session, stats.protocol_version) == (
+                "streamable",
+                True,
+                "2025-11-25",
+            )
+            assert (stats.posts, stats.gets, stats.get_stream) == (3, 1, "open")
+            assert t.info.kind == "http"
+            assert t.info.detail == f"{server.base}/mcp"
+        posts = server.by_method("POST")
+        assert [r.json()["method"] for r in posts] == [
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
+        for post in posts:
+            assert post.header("accept") == "application/json, text/event-stream"
+            assert post.header("content-type") == "application/json"
+            assert post.header("authorization") == f"Bearer {SECRET}"
+            assert post.header("x-team") == "blue"
+        first, *later = posts
+        assert first.header("mcp-session-id") is None
+        assert first.header("mcp-protocol-version") is None
+        for post in later:
+            assert post.header("mcp-session-id") == "session-1"
+            assert post.header("mcp-protocol-version") == "2025-11-25"
+        (get,) = server.by_method("GET")
+        assert get.header("accept") == "text/event-stream"
+        assert get.header("mcp-session-id") == "session-1"
+        assert get.header("mcp-protocol-version") == "2025-11-25"
+        assert get.header("authorization") == f"Bearer {SECRET}"
+        assert get.header("last-event-id") is None
+        (delete,) = server.by_method("DELETE")
+        assert delete.header("mcp-session-id") == "session-1"
+        assert delete.header("authorization") == f"Bearer {SECRET}"
+        assert fake.deleted == ["session-1"]
+
+
+async def test_json_answers_work_and_a_json_batch_is_split_into_messages() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        await reply.json([NOTE, response(7, {"ok": True})])
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(7, "ping"))
+            assert await receive_json(t) == NOTE
+            assert await receive_json(t) == response(7, {"ok": True})
+        assert failures == []
+        assert t.statistics().frames_received == 2
+
+
+async def test_sse_answers_skip_priming_events_comments_and_other_event_types() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        await reply.start()
+        await reply.write(b": keep-alive\n\n")
+        await reply.event("", id="p1", retry=10)
+        await reply.event("not for us", event="other", id="p2")
+        await reply.write(b"id: p3\ndata: [" + json.dumps(NOTE).encode() + b",\ndata: ")
+        await reply.write(json.dumps(response(7)).encode() + b"]\n\n")
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(7, "ping"))
+            assert await receive_json(t) == NOTE
+            assert await receive_json(t) == response(7)
+        assert failures == []
+        assert t.statistics().resumptions == 0
+
+
+async def test_a_long_call_never_holds_up_another() -> None:
+    release = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        await release.wait()
+        return text_result("slow")
+
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "slow"))
+                await t.send(call(3, "echo", text="quick"))
+                assert await receive_json(t) == response(3, text_result("quick"))
+                await eventually(lambda: t.statistics().in_flight == 1)
+                release.set()
+                assert await receive_json(t) == response(2, text_result("slow"))
+                await eventually(lambda: t.statistics().in_flight == 0)
+
+
+async def test_a_send_waits_for_a_free_slot_beyond_max_in_flight() -> None:
+    release = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        await release.wait()
+        return text_result("slow")
+
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with open_http_transport(params(server, max_in_flight=1)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "slow"))
+                with trio.move_on_after(0.2) as waited:
+                    await t.send(call(3, "echo", text="x"))
+                assert waited.cancelled_caught
+                assert fake.methods().count("tools/call") == 1
+                release.set()
+                await t.send(call(3, "echo", text="x"))
+                answers = {(await receive_json(t))["id"] for _ in range(2)}
+                assert answers == {2, 3}
+
+
+async def test_an_initialize_never_waits_for_a_slot() -> None:
+    release = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        await release.wait()
+        return text_result("slow")
+
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with open_http_transport(params(server, max_in_flight=1)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "slow"))  # holds the only slot
+                await fake.wait_until(lambda: "tools/call" in fake.methods())
+                answer = await initialize(t)  # a new session's initialize still goes out
+                assert answer["result"]["protocolVersion"] == "2025-11-25"
+                assert fake.initializes == 2
+                release.set()
+                assert (await receive_json(t))["id"] == 2
+
+
+async def test_a_notification_send_returns_once_the_server_accepted_it() -> None:
+    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+        with trio.fail_after(BOUND):
+            await initialize(t)
+            assert fake.methods()[-1] == "notifications/initialized"
+            await t.send(notification("notifications/roots/list_changed"))
+            assert fake.methods().count("notifications/roots/list_changed") == 1
+            # A response to a server request is POSTed the same way.
+            await t.send(json.dumps(response(99, {"roots": []})).encode())
+            assert fake.messages[-1] == response(99, {"roots": []})
+
+
+async def test_a_refused_notification_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="trio_mcp.transports.http")
+    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+        fake.refuse["notifications/roots/list_changed"] = (500, b"not today")
+        with trio.fail_after(BOUND):
+            await initialize(t)
+            await t.send(notification("notifications/roots/list_changed"))
+        [record] = [r for r in caplog.records if "refused" in r.getMessage()]
+        assert record.levelno == logging.WARNING
+        assert record.getMessage() == (
+            f"http: {server.base}/mcp: the server refused notifications/roots/list_changed: "
+            f"POST notifications/roots/list_changed to {server.base}/mcp: the server answered "
+            "HTTP 500 Internal Server Error: not today"
+        )
+
+
+async def test_an_error_status_fails_that_request_alone_with_status_and_body() -> None:
+    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await initialize(t)
+            fake.refuse["tools/call"] = (500, b"boom\n  at line 3")
+            await t.send(call(2, "echo", text="x"))
+            await eventually(lambda: len(failures) == 1)
+            del fake.refuse["tools/call"]
+            await t.send(call(3, "echo", text="still fine"))
+            assert await receive_json(t) == response(3, text_result("still fine"))
+        [(rid, error, sent)] = failures
+        assert (rid, sent) == (2, True)
+        assert isinstance(error, HttpStatusError)
+        assert (error.status, error.body) == (500, "boom at line 3")
+        assert str(error) == (
+            f"POST tools/call to {server.base}/mcp: the server answered HTTP 500 Internal Server "
+            "Error: boom at line 3"
+        )
+
+
+async def test_a_long_error_body_is_cut_and_a_redirect_is_not_followed() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.json()["method"] == "ping":
+            await reply.send(307, b"", headers=[("location", "/mcp/?token=abc")])
+        else:
+            await reply.send(401, b"x" * 1000, headers=[("www-authenticate", "Bearer")])
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "ping"))
+            await t.send(request(2, "tools/list"))
+            await eventually(lambda: len(failures) == 2)
+        errors = {rid: error for rid, error, _ in failures}
+        redirect, unauthorized = errors[1], errors[2]
+        assert isinstance(redirect, HttpStatusError) and redirect.status == 307
+        assert str(redirect) == (
+            f"POST ping to {server.base}/mcp: the server answered HTTP 307 Temporary Redirect "
+            f"(a redirect to {server.base}/mcp/?..., which is not followed: configure that URL "
+            "instead)"
+        )
+        assert isinstance(unauthorized, HttpStatusError) and unauthorized.status == 401
+        assert unauthorized.body == "x" * 300 + "..."
+        assert len(server.requests) == 2
+
+
+async def test_an_answer_that_is_neither_json_nor_sse_fails_the_call() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.json()["id"] == 1:
+            await reply.send(200, b"hello", headers=[("content-type", "text/plain")])
+        else:
+            await reply.json(response(5))  # the answer of another request
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "ping"))
+            await t.send(request(2, "ping"))
+            assert await receive_json(t) == response(5)
+            await eventually(lambda: len(failures) == 2)
+        errors = {rid: (error, sent) for rid, error, sent in failures}
+        wrong_type, _ = errors[1]
+        assert isinstance(wrong_type, RemoteProtocolError)
+        assert str(wrong_type) == (
+            f"the server answered ping at {server.base}/mcp with content type 'text/plain'; a "
+            "Streamable HTTP server answers application/json or text/event-stream"
+        )
+        missing, sent = errors[2]
+        assert isinstance(missing, RemoteProtocolError) and sent is True
+        assert str(missing) == (
+            f"the server's JSON answer to ping at {server.base}/mcp did not hold its response"
+        )
+
+
+async def test_an_oversized_answer_fails_that_call_with_frame_too_large() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        rid = request.json()["id"]
+        if rid == 1:
+            await reply.json(response(1, {"blob": "x" * 200}))
+        elif rid == 2:
+            await reply.start()
+            await reply.event(json.dumps(response(2, {"blob": "x" * 200})), id="e1")
+        else:
+            await reply.json(response(3))
+
+    async with serve_http(handler) as server:
+        async with open_http_transport(params(server, max_frame_bytes=100)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                await t.send(request(1, "ping"))
+                await t.send(request(2, "ping"))
+                await t.send(request(3, "ping"))
+                assert await receive_json(t) == response(3)
+                await eventually(lambda: len(failures) == 2)
+        errors = {rid: error for rid, error, _ in failures}
+        assert isinstance(errors[1], FrameTooLarge) and errors[1].limit == 100
+        assert str(errors[1]) == (
+            "the server's answer to ping is larger than 100 bytes (max_frame_bytes); if the "
+            "server legitimately sends bigger messages, raise max_frame_bytes in its config"
+        )
+        assert isinstance(errors[2], FrameTooLarge) and errors[2].limit == 100
+
+
+async def test_an_invalid_session_id_fails_the_initialize() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        await reply.json(response(1), headers=[("mcp-session-id", "has space")])
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "initialize", {}))
+            await eventually(lambda: len(failures) == 1)
+        [(rid, error, sent)] = failures
+        assert isinstance(error, RemoteProtocolError) and (rid, sent) == (1, True)
+        assert "gave a session id that is not visible ASCII" in str(error)
+        assert t.statistics().has_session is False
+
+
+async def test_without_a_failure_handler_a_request_failure_ends_the_connection() -> None:
+    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+        fake.refuse["ping"] = (503, b"busy")
+        with trio.fail_after(BOUND):
+            await initialize(t)
+            await t.send(request(2, "ping"))
+            with pytest.raises(TransportClosed) as caught:
+                await t.receive()
+        assert str(caught.value) == (
+            f"POST ping to {server.base}/mcp: the server answered HTTP 503 Service Unavailable: "
+            "busy (the transport's user takes no per-request failures, so the connection ends)"
+        )
+        with pytest.raises(TransportClosed, match=r"^the connection ended: "):
+            await t.send(request(3, "ping"))
+
+
+# --------------------------------------------------------------------------- the GET stream
+
+
+async def test_the_get_stream_delivers_server_messages_and_is_resumed_after_retry() -> None:
+    async with fake_server(retry_ms=100) as (fake, server):
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await fake.wait_until(lambda: len(fake.get_streams) == 1)
+                await fake.push(NOTE)
+                assert await receive_json(t) == NOTE
+                (stream,) = fake.get_streams
+                closed_at = trio.current_time()
+                await fake.close_get_streams(clean=True)
+                await fake.push({**NOTE, "params": {"level": "info", "data": 2}})
+                second = await receive_json(t)
+            assert second["params"]["data"] == 2
+        first_get, second_get = server.by_method("GET")
+        assert first_get.header("last-event-id") is None
+        # The last event seen was the NOTE (the priming event came before it).
+        assert second_get.header("last-event-id") == f"{stream.key}-2"
+        assert second_get.header("mcp-session-id") == "session-1"
+        assert second_get.at - closed_at >= 0.1
+
+
+async def test_a_405_on_get_means_no_stream_and_it_is_not_retried() -> None:
+    async with fake_server(get_stream=False) as (_, server):
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await eventually(lambda: t.statistics().get_stream == "unsupported")
+                await t.send(call(2, "echo", text="x"))
+                assert (await receive_json(t))["id"] == 2
+                await trio.sleep(0.2)
+            assert t.statistics().gets == 1
+        assert len(server.by_method("GET")) == 1
+
+
+# --------------------------------------------------------------------------- resumption
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["ended", "broken"])
+async def test_a_dropped_answer_stream_is_resumed_with_last_event_id_after_retry(
+    clean: bool,
+) -> None:
+    dropped_at: list[float] = []
+    streams: list[FakeStream] = []
+
+    async def dropping(call: ToolCall) -> Any:
+        assert call.stream is not None
+        streams.append(call.stream)
+        await call.stream.drop(clean=clean)
+        dropped_at.append(trio.current_time())
+        await trio.sleep(0.05)
+        return text_result("after the drop")
+
+    async with fake_server(retry_ms=150) as (fake, server):
+        fake.tools["drop"] = dropping
+        async with open_http_transport(params(server)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "drop"))
+                assert await receive_json(t) == response(2, text_result("after the drop"))
+            assert failures == []
+            assert t.statistics().resumptions == 1
+        resumed = [r for r in server.by_method("GET") if r.header("last-event-id") is not None]
+        (get,) = resumed
+        assert get.header("last-event-id") == f"{streams[0].key}-1"  # the priming event
+        assert get.header("mcp-session-id") == "session-1"
+        assert get.header("mcp-protocol-version") == "2025-11-25"
+        assert get.header("accept") == "text/event-stream"
+        assert 0.15 <= get.at - dropped_at[0] < 1.0
+
+
+async def test_without_event_ids_a_dropped_stream_is_lost_with_outcome_unknown() -> None:
+    async def dropping(call: ToolCall) -> Any:
+        assert call.stream is not None
+        await call.stream.drop()
+        return text_result("never seen")
+
+    async with fake_server(priming=False, event_ids=False) as (fake, server):
+        fake.tools["drop"] = dropping
+        async with open_http_transport(params(server)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "drop"))
+                await eventually(lambda: len(failures) == 1)
+        [(rid, error, sent)] = failures
+        assert (rid, sent) == (2, True)
+        assert isinstance(error, ServerDisconnected) and error.sent is True
+        assert str(error).startswith(f"the answer to tools/call from {server.base}/mcp was lost: ")
+        assert str(error).endswith(
+            ", and the server gave no event id to resume from; the outcome is unknown (the "
+            "request is not re-sent)"
+        )
+        assert t.statistics().resumptions == 0
+
+
+async def test_resuming_is_given_up_on_405_and_after_max_attempts() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.method == "POST":
+            rid = request.json()["id"]
+            await reply.start()
+            await reply.event("", id=f"r{rid}-0", retry=20)
+        elif request.header("last-event-id") == "r1-0":
+            await reply.send(405, b"no")
+        else:
+            await reply.start()  # resumable, but the answer never comes
+
+    async with serve_http(handler) as server:
+        async with open_http_transport(params(server, max_resume_attempts=3)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                await t.send(request(1, "ping"))
+                await t.send(request(2, "ping"))
+                await eventually(lambda: len(failures) == 2)
+        errors = {rid: str(error) for rid, error, _ in failures}
+        assert errors[1].endswith(
+            "the server ended the stream, and the server offers no resumption (GET: 405); the "
+            "outcome is unknown (the request is not re-sent)"
+        )
+        assert errors[2].endswith(
+            "the resumed stream ended; gave up after 3 attempts to resume it; the outcome is "
+            "unknown (the request is not re-sent)"
+        )
+        gets = [r for r in server.by_method("GET") if r.header("last-event-id") == "r2-0"]
+        assert len(gets) == 3
+
+
+async def test_cancelling_a_call_closes_its_answer_stream() -> None:
+    left = trio.Event()
+
+    async def endless(call: ToolCall) -> Any:
+        assert call.stream is not None
+        while call.stream.reply is not None:
+            await call.stream.send(NOTE)
+            await trio.sleep(0.02)
+        left.set()
+        return text_result("too late")
+
+    async with fake_server() as (fake, server):
+        fake.tools["endless"] = endless
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "endless"))
+                assert await receive_json(t) == NOTE
+                cancel = notification("notifications/cancelled", {"requestId": 2})
+                await t.send(cancel)
+                await left.wait()
+                await eventually(lambda: t.statistics().in_flight == 0)
+        assert fake.messages[-1] == json.loads(cancel)
+
+
+# --------------------------------------------------------------------------- session expiry
+
+
+@pytest.mark.parametrize("status", [404, 400])
+async def test_an_expired_session_is_reported_once_and_refused_requests_are_held(
+    status: int,
+) -> None:
+    async with fake_server(expiry_status=status) as (fake, server):
+        async with open_http_transport(params(server)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                fake.expire()
+                await t.send(call(2, "echo", text="two"))
+                await t.send(call(3, "echo", text="three"))
+                with pytest.raises(SessionExpired) as caught:
+                    await t.receive()
+                assert caught.value.lost == ()
+                assert str(caught.value) == (
+                    f"the server at {server.base}/mcp ended the session (it no longer knows our "
+                    "session id): initialize a new one"
+                )
+                await eventually(lambda: t.statistics().held == 2)
+                stats = t.statistics()
+                assert (stats.has_session, stats.protocol_version, stats.session_expiries) == (
+                    False,
+                    None,
+                    1,
+                )
+                await t.send(notification("notifications/roots/list_changed"))  # held too
+                assert t.statistics().held == 3
+                await initialize(t)  # the new session's frames are never held
+                t.resume()
+                answers = [await receive_json(t) for _ in range(2)]
+            assert sorted(a["id"] for a in answers) == [2, 3]
+            assert failures == []
+            assert t.statistics().held == 0
+        assert fake.initializes == 2
+        assert fake.issued == ["session-1", "session-4"]
+        posts = server.by_method("POST")
+        second_init = [p for p in posts if p.json().get("method") == "initialize"][1]
+        assert second_init.header("mcp-session-id") is None
+        assert second_init.header("mcp-protocol-version") is None
+        resent = [p for p in posts if p.json().get("id") in (2, 3)]
+        assert [p.header("mcp-session-id") for p in resent] == [
+            "session-1",
+            "session-1",
+            "session-4",
+            "session-4",
+        ]
+        assert fake.methods().count("notifications/roots/list_changed") == 1
+
+
+async def test_a_stream_lost_with_the_session_is_reported_as_lost() -> None:
+    started = trio.Event()
+    streams: list[FakeStream] = []
+
+    async def slow(call: ToolCall) -> Any:
+        assert call.stream is not None
+        streams.append(call.stream)
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with fake_server(retry_ms=20, get_stream=False) as (fake, server):
+        fake.tools["slow"] = slow
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "slow"))
+                await started.wait()
+                fake.expire()
+                await streams[0].drop()
+                with pytest.raises(SessionExpired) as caught:
+                    await t.receive()
+            assert caught.value.lost == (2,)
+
+
+async def test_discard_held_returns_the_requests_never_processed() -> None:
+    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+        with trio.fail_after(BOUND):
+            await initialize(t)
+            fake.expire()
+            await t.send(call(2, "echo", text="x"))
+            with pytest.raises(SessionExpired):
+                await t.receive()
+            await t.send(notification("notifications/roots/list_changed"))
+            await t.send(call(3, "echo", text="y"))
+            assert t.discard_held() == (2, 3)
+            assert t.statistics().held == 0
+
+
+# --------------------------------------------------------------------------- reachability
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_a_server_that_cannot_be_reached_is_a_connect_error() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    async with open_http_transport(HttpParameters(url=url, connect_timeout=5.0)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "initialize", {}))
+            with pytest.raises(ConnectError) as caught:
+                await t.receive()
+        assert str(caught.value).startswith(f"POST initialize to {url} failed: could not connect")
+        [(rid, error, sent)] = failures
+        assert (rid, error, sent) == (1, caught.value, False)
+        with pytest.raises(TransportClosed, match=r"^the connection ended: POST initialize"):
+            await t.send(request(2, "ping"))
+
+
+async def test_a_server_killed_mid_call_ends_the_connection() -> None:
+    started = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with fake_server(retry_ms=20) as (fake, server):
+        fake.tools["slow"] = slow
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "slow"))
+                await started.wait()
+                await server.kill()
+                with pytest.raises(TransportClosed) as caught:
+                    await t.receive()
+        assert str(caught.value).startswith(
+            f"the server at {server.base}/mcp cannot be reached any more ("
+        )
+        assert str(caught.value).endswith("); it may have stopped or restarted")
+
+
+# --------------------------------------------------------------------------- closing
+
+
+async def test_closing_deletes_the_session_and_a_405_is_fine(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="trio_mcp.transports.http")
+    async with fake_server(delete_status=405) as (fake, server):
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+        assert fake.deleted == ["session-1"]
+        assert t.statistics().deletes == 1
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        await t.aclose()  # idempotent
+        with pytest.raises(TransportClosed, match="was closed; open a new one"):
+            await t.receive()
+        with pytest.raises(TransportClosed, match="was closed; open a new one"):
+            await t.send(request(5, "ping"))
+    assert t.statistics().deletes == 1
+
+
+async def test_a_stateless_server_gets_no_session_header_and_no_delete() -> None:
+    async with fake_server(sessions=False) as (fake, server):
+        async with open_http_transport(params(server)) as t:
+            with trio.fail_after(BOUND):
+                await initialize(t)
+                await t.send(call(2, "echo", text="x"))
+                assert (await receive_json(t))["id"] == 2
+            assert t.statistics().has_session is False
+        assert fake.issued == []
+        assert server.by_method("DELETE") == []
+        assert all(r.header("mcp-session-id") is None for r in server.requests)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def test_parameters_are_validated_and_list_every_problem() -> None:
+    with pytest.raises(McpTransportConfigError) as caught:
+        HttpParameters(
+            url="ftp://example.com/mcp",
+            headers={"Bad Name": "x", "X-Ok": "line\r\nbreak"},
+            max_frame_bytes=0,
+            connect_timeout=-1,
+            read_timeout=float("inf"),
+            max_in_flight=True,
+        )
+    assert caught.value.problems == (
+        ("url", "must be an http:// or https:// URL with a host"),
+        ("headers['Bad Name']", "a header name must be an HTTP token"),
+        ("headers['X-Ok']", "the value must be a string without CR/LF"),
+        ("max_frame_bytes", "must be a positive integer, got 0"),
+        ("max_in_flight", "must be a positive integer, got True"),
+        ("connect_timeout", "must be a finite number of seconds > 0"),
+        ("read_timeout", "must be a finite number of seconds > 0, or None"),
+    )
+    assert str(caught.value).startswith("invalid HTTP server settings: url: must be an http")
+
+
+def test_header_values_never_appear_in_repr() -> None:
+    p = HttpParameters(url="http://h/mcp", headers={"Authorization": SECRET, "X-Team": "blue"})
+    assert SECRET not in repr(p)
+    assert "headers={'Authorization': '***', 'X-Team': '***'}" in repr(p)
+
+
+def test_secret_looking_headers_are_redacted_for_logs() -> None:
+    headers = {
+        "Authorization": "Bearer a",
+        "X-Api-Key": "b",
+        "Cookie": "c",
+        "Mcp-Session-Id": "d",
+        "X-Auth-Token": "e",
+        "Accept": "text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    assert redacted_headers(headers) == {
+        "Authorization": "***",
+        "X-Api-Key": "***",
+        "Cookie": "***",
+        "Mcp-Session-Id": "***",
+        "X-Auth-Token": "***",
+        "Accept": "text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    assert looks_secret_header("proxy-authorization")
+    assert not looks_secret_header("content-type")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:8000/mcp", "http://127.0.0.1:8000/mcp"),
+        ("https://user:pw@example.com/mcp?api_key=k", "https://example.com/mcp?..."),
+        ("http://[::1]:9/x", "http://[::1]:9/x"),
+        ("not a url at all\x00", "<invalid URL>"),
+    ],
+)
+def test_display_url_hides_credentials_and_queries(url: str, shown: str) -> None:
+    assert display_url(url) == shown
+
+
+# --------------------------------------------------------------------------- under the runtime
+
+
+async def test_the_runtime_speaks_streamable_http_through_its_default_transport(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="trio_mcp")
+    headers = {"Authorization": f"Bearer {SECRET}", "X-Api-Key": SECRET}
+    async with fake_server() as (fake, server):
+        cfg = config(server, type=TransportKind.HTTP, headers=headers)
+        async with open_default_transport(cfg.servers[0]) as transport:
+            assert isinstance(transport, HttpTransport)
+        async with open_runtime(cfg) as rt:
+            with trio.fail_after(BOUND):
+                await rt.wait_ready()
+                status = rt.status()["h"]
+                assert (status.state, status.transport, status.protocol_version) == (
+                    ServerState.READY,
+                    "http",
+                    "2025-11-25",
+                )
+                assert (status.server_name, status.pid, status.tool_count) == ("fake-http", None, 1)
+                result = await rt.call("mcp_h_echo", {"text": "over http"})
+            assert result.text == "over http"
+            assert SECRET not in repr(rt.status())
+        assert all(r.header("x-api-key") == SECRET for r in server.requests)
+        assert fake.deleted == ["session-1"]
+    assert caplog.records, "debug logging was on"
+    assert SECRET not in caplog.text
+    assert "session-1" not in caplog.text
+
+
+async def test_an_unreachable_server_is_retried_with_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    config = RuntimeConfig(servers=(ServerConfig(name="h", url=url, connect_timeout=5.0),))
+    async with open_runtime(config) as rt:
+        with trio.fail_after(BOUND):
+            statuses = await rt.wait_ready(timeout=0.5)
+    status = statuses["h"]
+    assert status.state is ServerState.CONNECTING
+    assert status.last_error is not None
+    assert status.last_error.startswith(
+        f"ConnectError: POST initialize to {url} failed: could not connect ("
+    )
+    assert status.next_attempt_at is not None
+
+
+async def test_an_http_error_fails_the_call_alone_and_the_server_stays_ready() -> None:
+    async with fake_server() as (fake, server), runtime(server) as rt:
+        fake.refuse["tools/call"] = (503, b"busy, try later")
+        with trio.fail_after(BOUND), pytest.raises(HttpStatusError) as caught:
+            await rt.call("mcp_h_echo", {"text": "x"})
+        assert caught.value.status == 503
+        assert str(caught.value) == (
+            f"server 'h': POST tools/call to {server.base}/mcp: the server answered HTTP 503 "
+            "Service Unavailable: busy, try later"
+        )
+        del fake.refuse["tools/call"]
+        with trio.fail_after(BOUND):
+            assert (await rt.call("mcp_h_echo", {"text": "y"})).text == "y"
+        assert rt.status()["h"].state is ServerState.READY
+        assert rt.status()["h"].generation == 1
+
+
+@pytest.mark.parametrize("status", [404, 400])
+async def test_an_expired_session_is_re_established_within_the_generation(status: int) -> None:
+    async with fake_server(expiry_status=status) as (fake, server), runtime(server) as rt:
+        fake.tools["extra"] = fake.tools["echo"]
+        fake.expire()
+        with trio.fail_after(BOUND):
+            results = []
+
+            async def one(text: str) -> None:
+                results.append((await rt.call("mcp_h_echo", {"text": text})).text)
+
+            async with trio.open_nursery() as nursery:
+                for text in ("a", "b", "c"):
+                    nursery.start_soon(one, text)
+            assert sorted(results) == ["a", "b", "c"]
+            while "mcp_h_extra" not in rt.tools():
+                await rt.wait_tools_changed(rt.tools_version)
+        assert fake.initializes == 2
+        assert fake.issued[1:] == [fake.issued[-1]] and len(fake.issued) == 2
+        status_now = rt.status()["h"]
+        assert (status_now.state, status_now.generation) == (ServerState.READY, 1)
+        assert fake.methods()[-5:].count("tools/list") == 1
+
+
+async def test_a_call_lost_with_the_session_fails_as_outcome_unknown() -> None:
+    started = trio.Event()
+    streams: list[FakeStream] = []
+
+    async def slow(call: ToolCall) -> Any:
+        assert call.stream is not None
+        streams.append(call.stream)
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with fake_server(get_stream=False, retry_ms=20) as (fake, server):
+        fake.tools["slow"] = slow
+        async with runtime(server) as rt:
+            caught: list[BaseException] = []
+
+            async def lost() -> None:
+                try:
+                    await rt.call("mcp_h_slow", {})
+                except ServerDisconnected as exc:
+                    caught.append(exc)
+
+            with trio.fail_after(BOUND):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(lost)
+                    await started.wait()
+                    fake.expire()
+                    await streams[0].drop()
+                    await eventually(lambda: len(caught) == 1)
+                    assert (await rt.call("mcp_h_echo", {"text": "fine"})).text == "fine"
+            [error] = caught
+            assert isinstance(error, ServerDisconnected) and error.sent is True
+            assert str(error) == (
+                "server 'h' ended its session while tools/call was in flight: the outcome is "
+                "unknown and the request is not re-sent"
+            )
+            assert fake.initializes == 2
+            assert rt.status()["h"].generation == 1
+
+
+async def test_a_second_expiry_while_re_initializing_reconnects_instead() -> None:
+    initialized = 0
+    async with fake_server() as (fake, server):
+
+        async def hook(message: dict[str, Any]) -> None:
+            nonlocal initialized
+            if message.get("method") == "notifications/initialized":
+                initialized += 1
+                if initialized == 2:
+                    fake.expire()  # the new session dies at once
+
+        fake.on_message = hook
+        async with runtime(server) as rt:
+            with rt.events() as events:
+                fake.expire()
+                with trio.fail_after(BOUND):
+                    with pytest.raises(ServerDisconnected) as caught:
+                        await rt.call("mcp_h_echo", {"text": "x"})
+                    await wait_state(rt, ServerState.READY)
+                    while rt.status()["h"].generation < 2:
+                        await wait_state(rt, ServerState.READY)
+                seen = []
+                while True:
+                    try:
+                        seen.append(events.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+            # Refused again by the new session (then held and failed as never processed), or
+            # still in flight when the connection ended (outcome unknown): a race of the test.
+            assert str(caught.value) in (
+                "server 'h' ended its session before tools/call was processed, and no new "
+                "session could be initialized: it is safe to retry",
+                "server 'h' disconnected during tools/call (the server at "
+                f"{server.base}/mcp ended the session (it no longer knows our session id): "
+                "initialize a new one (again while a new session was being initialized); "
+                "reconnecting), after the request was sent: its outcome is unknown and it is not "
+                "re-sent",
+            )
+            states = [getattr(e, "new", None) for e in seen]
+            assert ServerState.RECONNECTING in states
+            assert fake.initializes == 3  # the first, one re-initialize, the reconnection
+            assert (await rt.call("mcp_h_echo", {"text": "again"})).text == "again"
+
+
+async def test_a_failed_re_initialize_ends_the_connection_and_the_held_call_was_not_sent() -> None:
+    initializes = 0
+    async with fake_server() as (fake, server):
+
+        async def hook(message: dict[str, Any]) -> None:
+            nonlocal initializes
+            if message.get("method") == "initialize":
+                initializes += 1
+                if initializes == 2:
+                    fake.refuse["initialize"] = (500, b"database is down")
+                else:
+                    fake.refuse.pop("initialize", None)
+
+        fake.on_message = hook
+        async with runtime(server) as rt:
+            fake.expire()
+            with trio.fail_after(BOUND):
+                with pytest.raises(ServerDisconnected) as caught:
+                    await rt.call("mcp_h_echo", {"text": "x"})
+                assert caught.value.sent is False
+                while rt.status()["h"].generation < 2:
+                    await wait_state(rt, ServerState.READY)
+                await wait_state(rt, ServerState.READY)
+                assert (await rt.call("mcp_h_echo", {"text": "back"})).text == "back"
+            assert initializes == 3
+
+
+async def test_a_killed_server_fails_the_call_promptly_and_is_reconnected_when_back() -> None:
+    started = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with runtime(server) as rt:
+            caught: list[ServerDisconnected] = []
+
+            async def doomed() -> None:
+                with pytest.raises(ServerDisconnected) as raised:
+                    await rt.call("mcp_h_slow", {})
+                caught.append(raised.value)
+
+            with trio.fail_after(BOUND):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(doomed)
+                    await started.wait()
+                    killed_at = trio.current_time()
+                    await server.kill()
+                failed_after = trio.current_time() - killed_at
+                assert failed_after < 2.0
+                assert caught[0].sent is True
+                assert "its outcome is unknown" in str(caught[0])
+                assert rt.status()["h"].state is not ServerState.READY
+                assert "mcp_h_slow" not in rt.tools()
+                await server.start()
+                while rt.status()["h"].generation < 2:
+                    await wait_state(rt, ServerState.READY)
+                await wait_state(rt, ServerState.READY)
+                assert (await rt.call("mcp_h_echo", {"text": "back"})).text == "back"
+
+
+async def test_a_list_changed_on_the_get_stream_relists_the_tools() -> None:
+    async with fake_server() as (fake, server), runtime(server) as rt:
+        with trio.fail_after(BOUND):
+            await fake.wait_until(lambda: len(fake.get_streams) == 1)
+            fake.tools["extra"] = fake.tools["echo"]
+            await fake.push({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            while "mcp_h_extra" not in rt.tools():
+                await rt.wait_tools_changed(rt.tools_version)

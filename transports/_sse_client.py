@@ -1,0 +1,362 @@
+"""The legacy HTTP+SSE transport (protocol revision 2024-11-05; deprecated since 2025-03-26).
+
+``async with open_sse_transport(HttpParameters(url="http://host/sse")) as t:`` opens the
+server's event stream and yields an :class:`SseTransport` once the server has said where to
+POST; leaving the block closes the stream, which ends the session.
+
+The wire, as both reference servers speak it:
+
+- the client opens one SSE stream with a GET on the SSE URL (``Accept: text/event-stream``);
+- the server's first event is ``endpoint``; its data is the URL to POST every client message to,
+  relative to the SSE URL or absolute (the Python SDK sends ``/messages/?session_id=<hex>``, the
+  TypeScript SDK ``/message?sessionId=<uuid>``). An endpoint on another origin than the SSE URL
+  is refused, so that the configured headers never go to another server;
+- every client message is a POST of one JSON-RPC message to that URL; the server answers 202
+  (a JSON body, if a server sends one, is read as messages too);
+- every server message arrives as a ``message`` event on the stream (a JSON array is a batch and
+  is split into messages).
+
+Failures: a POSTed request answered with an error status fails that call alone
+(:class:`HttpStatusError`, through the failure handler, see :mod:`._http_base`); a 404 on the
+endpoint means the server forgot the session, and the end of the event stream (or a server that
+cannot be reached) ends the connection: there is no resumption in this transport. An event over
+``max_frame_bytes`` ends the connection too (which call it belonged to cannot be told).
+
+The same machinery serves the Streamable HTTP transport when it falls back to this one
+(:class:`LegacyConnection`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final
+
+import attrs
+import httpx
+import trio
+
+from ..protocol._errors import (
+    ConnectError,
+    ConnectTimeout,
+    FrameTooLarge,
+    HttpStatusError,
+    McpError,
+    ServerDisconnected,
+    TransportClosed,
+)
+from ..protocol._sse import SseParser
+from ._base import TransportInfo, collapse_exception_group
+from ._http_base import (
+    ACCEPT_POST,
+    ACCEPT_SSE,
+    HttpParameters,
+    HttpStatistics,
+    HttpTransportBase,
+    Outgoing,
+    ack_timeout,
+    consume,
+    content_type,
+    describe_outgoing,
+    display_url,
+    host_tasks,
+    make_client,
+    map_http_errors,
+    open_stream,
+    parse_events,
+    read_body,
+    read_excerpt,
+    redacted_headers,
+    status_error,
+)
+
+__all__ = ["SseTransport", "open_sse_transport"]
+
+logger = logging.getLogger("trio_mcp.transports.http")
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return (url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme))
+
+
+@attrs.define(eq=False)
+class LegacyConnection:
+    """One HTTP+SSE session, run for an HTTP transport (``host``): its event stream runs in the
+    host's task nursery and delivers to the host's receive queue; :meth:`post` sends."""
+
+    host: HttpTransportBase
+    sse_url: httpx.URL
+    endpoint: httpx.URL | None = attrs.field(default=None, init=False)
+    _too_large: FrameTooLarge | None = attrs.field(default=None, init=False)
+
+    async def open(self) -> httpx.URL:
+        """Open the event stream and wait for the ``endpoint`` event; return the endpoint.
+
+        Raises :class:`ConnectError` when the server cannot be reached, its answer is not an
+        event stream, the stream ends first, or the endpoint is invalid or on another origin;
+        :class:`ConnectTimeout` when no endpoint arrives within ``connect_timeout``;
+        :class:`HttpStatusError` when the GET is answered with an error status.
+        """
+        timeout = self.host._params.connect_timeout
+        with trio.move_on_after(timeout):
+            endpoint: httpx.URL = await self.host._tasks.start(self._run_stream)
+            return endpoint
+        raise ConnectTimeout(
+            f"the HTTP+SSE server at {display_url(self.sse_url)} sent no endpoint event within "
+            f"{timeout:g} s (connect_timeout)"
+        )
+
+    async def _run_stream(self, *, task_status: trio.TaskStatus[httpx.URL]) -> None:
+        host = self.host
+        where = display_url(self.sse_url)
+        refused: ConnectError | None = None
+        closing = False
+        reason = "the server ended the event stream"
+
+        async def take(chunk: bytes) -> bool:
+            nonlocal refused, closing
+            for event in parse_events(parser, chunk, self._oversized):
+                if event.event == "endpoint":
+                    if self.endpoint is not None:
+                        logger.warning("%s sent a second endpoint event; ignored", where)
+                        continue
+                    try:
+                        self.endpoint = self._resolve(event.data)
+                    except ConnectError as exc:
+                        refused = exc
+                        return False
+                    logger.debug("%s: the endpoint is %s", where, display_url(self.endpoint))
+                    task_status.started(self.endpoint)
+                elif event.event == "message":
+                    if event.data.strip() and not await host._deliver(event.data.encode("utf-8")):
+                        closing = True
+                        return False
+                else:
+                    logger.debug("%s: ignored an event of type %r", where, event.event)
+            return self._too_large is None
+
+        try:
+            headers = host._headers(accept=ACCEPT_SSE)
+            logger.debug("GET %s (HTTP+SSE; headers %s)", where, redacted_headers(headers))
+            host._gets += 1
+            with map_http_errors(f"GET {where} (HTTP+SSE)"):
+                async with open_stream(
+                    host._client, "GET", self.sse_url, headers=headers
+                ) as response:
+                    await self._check_answer(response, where)
+                    host._reached = True
+                    parser = SseParser(max_event_bytes=host._params.max_frame_bytes)
+                    await consume(response, take)
+        except McpError as exc:
+            if self.endpoint is None:
+                raise
+            reason = str(exc)
+        if refused is not None:
+            raise refused
+        if closing:
+            return
+        if self.endpoint is None:
+            raise ConnectError(
+                f"the HTTP+SSE event stream of {where} ended before the server sent its endpoint "
+                "event; is this an HTTP+SSE server?"
+            )
+        if self._too_large is not None:
+            host._end(self._too_large)
+            return
+        host._end(TransportClosed(f"the HTTP+SSE connection to {where} ended: {reason}"))
+
+    async def _check_answer(self, response: httpx.Response, where: str) -> None:
+        if response.status_code != 200:
+            body = await read_excerpt(response)
+            raise status_error(f"GET {where} (HTTP+SSE)", response, body)
+        kind = content_type(response)
+        if kind != "text/event-stream":
+            raise ConnectError(
+                f"GET {where} answered {kind or 'no content type'} instead of an event stream "
+                "(text/event-stream): it is not an HTTP+SSE endpoint"
+            )
+
+    def _oversized(self, exc: FrameTooLarge) -> None:
+        where = display_url(self.sse_url)
+        self._too_large = FrameTooLarge(
+            f"the HTTP+SSE server at {where} sent an event over {exc.limit} bytes, so the "
+            f"connection was closed; if it legitimately sends bigger messages, raise "
+            f"max_frame_bytes (now {exc.limit}) in its config",
+            limit=exc.limit,
+        )
+
+    def _resolve(self, data: str) -> httpx.URL:
+        where = display_url(self.sse_url)
+        text = data.strip()
+        if not text:
+            raise ConnectError(f"the HTTP+SSE server at {where} sent an empty endpoint event")
+        try:
+            url = self.sse_url.join(text)
+        except httpx.InvalidURL as exc:
+            raise ConnectError(
+                f"the endpoint event of the HTTP+SSE server at {where} is not a URL: {exc}"
+            ) from exc
+        if _origin(url) != _origin(self.sse_url):
+            raise ConnectError(
+                f"the HTTP+SSE server at {where} named an endpoint on another origin "
+                f"({display_url(url)}); refused, so that the configured headers are not sent "
+                "to another server"
+            )
+        return url
+
+    async def post(self, frame: bytes, out: Outgoing) -> None:
+        """POST one frame to the endpoint; the server answers 202 and sends its answer on the
+        event stream.
+
+        Never raises for the server's sake: a request refused with an error status fails alone
+        (:class:`HttpStatusError`), a POST that broke fails its requests as
+        :class:`ServerDisconnected` (outcome unknown), a refused notification is logged; a 404
+        (the session is gone) or a server that cannot be reached ends the connection.
+        """
+        host = self.host
+        assert self.endpoint is not None
+        what = f"POST {out.label} to {display_url(self.endpoint)}"
+        headers = host._headers(accept=ACCEPT_POST, json_body=True)
+        host._posts += 1
+        logger.debug("%s (HTTP+SSE; headers %s)", what, redacted_headers(headers))
+        try:
+            with map_http_errors(what):
+                async with open_stream(
+                    host._client,
+                    "POST",
+                    self.endpoint,
+                    content=frame,
+                    headers=headers,
+                    timeout=ack_timeout(host._params),
+                ) as response:
+                    if response.is_success:
+                        await self._read_accepted(response, out)
+                        return
+                    body = await read_excerpt(response)
+                    error = status_error(what, response, body)
+        except ConnectError as exc:
+            host._fail(out.requests, exc, sent=False)
+            host._end(host._unreachable(exc))
+            return
+        except TransportClosed as exc:
+            if out.requests:
+                lost = ServerDisconnected(f"{exc}: the outcome is unknown", sent=True)
+                host._fail(out.requests, lost, sent=True)
+            else:
+                logger.warning("%s", exc)
+            return
+        except FrameTooLarge as exc:
+            host._fail(out.requests, exc, sent=True)
+            return
+        self._refused(out, error)
+
+    async def _read_accepted(self, response: httpx.Response, out: Outgoing) -> None:
+        if content_type(response) != "application/json":
+            return
+        what = f"the server's answer to {out.label}"
+        body = await read_body(response, self.host._params.max_frame_bytes, what)
+        if body.strip():
+            await self.host._deliver(body)
+
+    def _refused(self, out: Outgoing, error: HttpStatusError) -> None:
+        host = self.host
+        if error.status == 404:
+            refused = ServerDisconnected(
+                f"{error}; the request was refused and is safe to retry", sent=False
+            )
+            host._fail(out.requests, refused, sent=False)
+            host._end(
+                TransportClosed(f"the server no longer knows this HTTP+SSE session ({error})")
+            )
+        elif out.requests:
+            host._fail(out.requests, error, sent=True)
+        else:
+            logger.warning("%s", error)
+
+
+@attrs.define(eq=False)
+class SseTransport(HttpTransportBase):
+    """A connection to a legacy HTTP+SSE server. Get one from :func:`open_sse_transport`; see
+    :class:`trio_mcp.transports.Transport` for the contract.
+
+    ``send`` POSTs one message and returns once the server accepted it (202); concurrent sends
+    are allowed. ``receive`` returns the messages of the event stream in order. Per-request
+    failures go to the handler set with :meth:`set_request_failure_handler`.
+    """
+
+    _legacy: LegacyConnection = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        self._legacy = LegacyConnection(host=self, sse_url=httpx.URL(self._params.url))
+
+    @property
+    def info(self) -> TransportInfo:
+        """``sse`` and the SSE URL (without query or user information)."""
+        return TransportInfo(kind="sse", detail=display_url(self._params.url))
+
+    def statistics(self) -> HttpStatistics:
+        """A snapshot of counters and state (see :class:`HttpStatistics`)."""
+        return HttpStatistics(
+            mode="legacy",
+            has_session=self._legacy.endpoint is not None,
+            protocol_version=self._protocol_version,
+            posts=self._posts,
+            gets=self._gets,
+            deletes=self._deletes,
+            resumptions=0,
+            frames_received=self._frames_received,
+            in_flight=0,
+            held=0,
+            session_expiries=0,
+            get_stream="open" if self._fatal is None and not self._closing else "off",
+        )
+
+    async def send(self, frame: bytes) -> None:
+        """POST one message (``frame``) to the server's endpoint.
+
+        Raises :class:`TransportClosed` once the transport is closed or the connection ended,
+        and :class:`LocalProtocolError` when ``frame`` is not a JSON-RPC message. The server's
+        refusals are reported per request (see :meth:`LegacyConnection.post`).
+        """
+        self._check_open()
+        out = describe_outgoing(frame)
+        await self._legacy.post(frame, out)
+
+    async def _connect(self) -> None:
+        await self._legacy.open()
+
+
+@asynccontextmanager
+async def open_sse_transport(params: HttpParameters) -> AsyncIterator[SseTransport]:
+    """Connect to the legacy HTTP+SSE server at ``params.url`` and yield its
+    :class:`SseTransport` once the server has sent its ``endpoint`` event.
+
+    Raises :class:`ConnectError` when the server cannot be reached or does not speak HTTP+SSE
+    there, :class:`ConnectTimeout` when no endpoint arrives within ``connect_timeout`` and
+    :class:`HttpStatusError` when the GET is refused (401, 404...). Leaving the block closes the
+    event stream (the end of the session), even when the block is cancelled; an exception raised
+    in the block comes out as itself.
+    """
+    with collapse_exception_group():
+        client = make_client(params)
+        transport: SseTransport | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+                tasks: trio.Nursery = await nursery.start(host_tasks, scope)
+                transport = SseTransport(
+                    params=params, client=client, tasks=tasks, tasks_scope=scope
+                )
+                try:
+                    await transport._connect()
+                    yield transport
+                finally:
+                    await transport.aclose()
+        finally:
+            if transport is None:
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await client.aclose()

@@ -15,7 +15,7 @@ after which the machine refuses to be used again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
@@ -218,6 +218,11 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+#: One decoder for every frame: ``json.loads(text, parse_constant=...)`` builds a new decoder on
+#: each call, which costs more than parsing a small message.
+_decode_json = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def _excerpt(data: bytes | str) -> str:
     text = data if isinstance(data, str) else data[: _EXCERPT_CHARS * 4].decode("utf-8", "replace")
     if len(text) > _EXCERPT_CHARS:
@@ -245,7 +250,9 @@ def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | 
             errors=(f"invalid UTF-8 at byte {exc.start} @ $",),
         ) from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        obj = _decode_json(text)
     except ValueError as exc:  # json.JSONDecodeError, NaN/Infinity, huge integers
         raise InvalidMessage(
             f"message is not valid JSON ({exc}): {_excerpt(text)}",
@@ -317,9 +324,38 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-_dumps = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default
-).encode
+def _make_dumps() -> Callable[[Any], str]:
+    """The compact JSON encoder ``serialize`` uses.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call; this one is built once. It keeps
+    no record of the containers it is inside (``markers=None``), so it is shared safely by every
+    thread, and a value that contains itself ends in :class:`RecursionError` (as a value nested
+    too deeply does) instead of ``ValueError("Circular reference detected")``. Where the C
+    encoder is missing or does not behave as expected, ``JSONEncoder.encode`` is used.
+    """
+    encoder = json.JSONEncoder(
+        ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_json_default
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return encoder.encode
+    probe = {"a": [1, -2.5, "é\n\u2028", None, True, False], "b": {}, "c": ()}
+    try:
+        iterencode = make(
+            None, _json_default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+        )
+        if "".join(iterencode(probe, 0)) != encoder.encode(probe):  # pragma: no cover
+            return encoder.encode
+    except Exception:  # pragma: no cover - a future C encoder with another signature
+        return encoder.encode
+
+    def dumps(value: Any) -> str:
+        return "".join(iterencode(value, 0))
+
+    return dumps
+
+
+_dumps = _make_dumps()
 
 
 def serialize(msg: Message | Sequence[Message]) -> bytes:
@@ -329,7 +365,7 @@ def serialize(msg: Message | Sequence[Message]) -> bytes:
     written as UTF-8, not as ``\\u`` escapes.
 
     Raises :class:`LocalProtocolError` when a value is not JSON (NaN, a set of objects, an
-    arbitrary Python object...) or for an empty batch.
+    arbitrary Python object...), contains itself or is nested too deeply, or for an empty batch.
     """
     if isinstance(msg, Request | Notification | Response | ErrorResponse):
         value: Any = encode_message(msg)
@@ -341,6 +377,11 @@ def serialize(msg: Message | Sequence[Message]) -> bytes:
         return _dumps(value).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise LocalProtocolError(f"cannot serialise the message to JSON: {exc}") from exc
+    except RecursionError:
+        raise LocalProtocolError(
+            "cannot serialise the message to JSON: a value in it contains itself, or it is "
+            "nested too deeply"
+        ) from None
 
 
 # --------------------------------------------------------------------------- ids

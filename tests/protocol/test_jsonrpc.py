@@ -441,6 +441,60 @@ def test_serialize_unknown_object_is_refused() -> None:
     )
 
 
+def test_serialize_a_value_that_contains_itself_is_refused() -> None:
+    looped: dict[str, Any] = {"a": 1}
+    looped["self"] = looped
+    with pytest.raises(LocalProtocolError) as info:
+        serialize(Response(id=1, result=looped))
+    assert str(info.value) == (
+        "cannot serialise the message to JSON: a value in it contains itself, or it is "
+        "nested too deeply"
+    )
+
+
+def test_serialize_too_deep_nesting_is_refused_not_a_crash() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(LocalProtocolError, match=r"nested too deeply$"):
+        serialize(Response(id=1, result={"deep": deep}))
+    # the shared encoder is unharmed by the failure
+    assert serialize(Response(id=2, result={"a": [1]})) == (
+        b'{"jsonrpc":"2.0","id":2,"result":{"a":[1]}}'
+    )
+
+
+def test_serialize_same_bytes_as_the_standard_encoder() -> None:
+    result = {"text": "é ☃ \n \u2028 \x00", "n": [1, -2.5, 10**30, None, True], "t": (1, 2)}
+    expected = json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "result": result},
+        ensure_ascii=False,
+        allow_nan=False,
+        separators=(",", ":"),
+    ).encode("utf-8")
+    assert serialize(Response(id=7, result=result)) == expected
+
+
+def test_parse_a_byte_order_mark_is_invalid_as_json_loads_says() -> None:
+    with pytest.raises(InvalidMessage) as info:
+        parse_message("\ufeff" + '{"jsonrpc":"2.0","method":"m"}')
+    assert info.value.path == "$"
+    assert str(info.value).startswith(
+        "message is not valid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig): "
+        "line 1 column 1 (char 0)): "
+    )
+
+
+def test_parse_the_shared_decoder_keeps_no_state_between_frames() -> None:
+    with pytest.raises(InvalidMessage):
+        parse_message(b'{"jsonrpc":"2.0","id":1,"result":{"x":NaN}}')
+    with pytest.raises(InvalidMessage):
+        parse_message(b'{"jsonrpc":"2.0","id":1,"result":')
+    assert parse_message(b'{"jsonrpc":"2.0","id":1,"result":{"x":1.5}}') == Response(
+        id=1, result={"x": 1.5}
+    )
+
+
 def test_encode_puts_jsonrpc_first() -> None:
     msgs: list[Message] = [
         Request(id=1, method="m"),

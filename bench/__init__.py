@@ -1,0 +1,1 @@
+"""trio-mcp's benchmarks: ``make bench`` (or ``python -m bench``). See bench/README.md."""

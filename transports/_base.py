@@ -48,7 +48,18 @@ class TransportInfo:
 
 @runtime_checkable
 class Transport(Protocol):
-    """A connection that moves whole JSON-RPC messages (frames) to and from one server."""
+    """A connection that moves whole JSON-RPC messages (frames) to and from one server.
+
+    Optional hooks a transport may also offer; the session uses each one when it is there:
+
+    - ``async send_many(frames: list[bytes])``: send several frames in one write (stdio);
+    - ``set_protocol_version(version: str)``: the handshake settled the revision (HTTP sends it
+      in the ``MCP-Protocol-Version`` header from then on);
+    - ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one
+      call with a transport error of its own (HTTP status, lost response stream);
+    - ``resume()`` / ``discard_held()``: after :class:`SessionExpired`, re-send (or give up) the
+      requests the server refused with the old HTTP session.
+    """
 
     @property
     def info(self) -> TransportInfo:

@@ -42,7 +42,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import trio
@@ -118,6 +118,50 @@ _STDERR_LINES_IN_MESSAGE: Final = 10
 # After stdout ends: how long to wait for the exit status and the last stderr lines, so that
 # the TransportClosed message can say why the server went away.
 _END_REPORT_WAIT: Final = 0.5
+
+
+# --------------------------------------------------------------------------- pipe I/O
+
+#: trio's Unix pipe stream (absent on Windows, where the plain stream methods are used).
+_FdStream: Any = getattr(trio.lowlevel, "FdStream", None)
+
+
+async def _write_all(stream: trio.abc.SendStream, data: bytes) -> None:
+    """``stream.send_all(data)``, minus the schedule point before the first write on a Unix
+    pipe (trio's FdStream yields before writing even when the pipe has room)."""
+    if _FdStream is None or not isinstance(stream, _FdStream):
+        await stream.send_all(data)
+        return
+    await trio.lowlevel.checkpoint_if_cancelled()
+    fd = stream.fileno()
+    view = memoryview(data)
+    sent = 0
+    try:
+        while sent < len(data):
+            try:
+                sent += os.write(fd, view[sent:])
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+    except OSError as exc:
+        raise trio.BrokenResourceError(str(exc)) from exc
+    finally:
+        view.release()
+
+
+async def _read_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
+    """``stream.receive_some(max_bytes)``, minus the schedule point before the first read on a
+    Unix pipe."""
+    if _FdStream is None or not isinstance(stream, _FdStream):
+        return bytes(await stream.receive_some(max_bytes))
+    await trio.lowlevel.checkpoint_if_cancelled()
+    fd = stream.fileno()
+    while True:
+        try:
+            return os.read(fd, max_bytes)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- parameters
@@ -429,14 +473,28 @@ class StdioTransport:
         :class:`TransportClosed` if the transport is closed, the server stopped reading its
         stdin or exited, or an earlier send was cancelled half-way.
         """
-        data = encode_frame(frame)
+        await self._send_data(encode_frame(frame))
+
+    async def send_many(self, frames: list[bytes]) -> None:
+        """Write several messages at once (one write). Raises like :meth:`send`."""
+        await self._send_data(b"".join([encode_frame(frame) for frame in frames]), len(frames))
+
+    async def _send_data(self, data: bytes, count: int = 1) -> None:
         self._check_can_send()
-        async with self._send_lock:
+        lock = self._send_lock
+        if lock.locked():
+            await lock.acquire()
+        else:
+            lock.acquire_nowait()
+        try:
             self._check_can_send()
             written = False
             try:
-                with map_transport_errors(f"sending to {self._name}"):
-                    await self._stdin.send_all(data)
+                try:
+                    await _write_all(self._stdin, data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    with map_transport_errors(f"sending to {self._name}"):
+                        raise
                 written = True
             except TransportClosed as exc:
                 if self._send_refused is None:
@@ -450,7 +508,9 @@ class StdioTransport:
                         "while its message was being written, so its stdin may hold half a "
                         "message; reconnect"
                     )
-            self._frames_sent += 1
+            self._frames_sent += count
+        finally:
+            lock.release()
 
     async def receive(self) -> bytes:
         """Return the next message from the server's stdout, in order.
@@ -639,8 +699,11 @@ class StdioTransport:
     async def _pump_stdout(self) -> None:
         framer = self._framer
         while True:
-            with map_transport_errors(f"reading from {self._name}"):
-                data = bytes(await self._stdout.receive_some(_READ_CHUNK))  # no copy for bytes
+            try:
+                data = await _read_some(self._stdout, _READ_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                with map_transport_errors(f"reading from {self._name}"):
+                    raise
             if not data:
                 break
             self._peak_buffered = max(self._peak_buffered, framer.buffered + len(data))
@@ -651,8 +714,12 @@ class StdioTransport:
                     await self._frames_send.send(frame)
                 self._refuse_after_oversized_frame(exc)
                 return
+            send = self._frames_send
             for frame in frames:
-                await self._frames_send.send(frame)
+                try:
+                    send.send_nowait(frame)
+                except trio.WouldBlock:
+                    await send.send(frame)
         last = framer.feed_eof()
         if last is not None:
             await self._frames_send.send(last)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -27,15 +28,21 @@ from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ._backoff import RetryPolicy
 from ._naming import valid_server_name
 from ._redact import REDACTED, looks_secret
+from ._render import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES
+from ._risk import PROFILES, PermissionRule, Profile
 
 if TYPE_CHECKING:
     from ..transports._base import Transport
 
 __all__ = [
+    "CATALOG_SHAPES",
     "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CATALOG_LIST_CAP",
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_OFFLOAD_CHARS",
     "NETWORK_POLICIES",
     "SECURITY_POLICIES",
+    "CatalogShape",
     "NetworkPolicy",
     "RuntimeConfig",
     "SecurityPolicy",
@@ -51,6 +58,18 @@ DEFAULT_CALL_TIMEOUT: Final = 120.0
 
 NetworkPolicy = Literal["deny", "allow"]
 SecurityPolicy = Literal["block", "warn"]
+#: The shape of the resource and prompt tools offered to the model: ``"echo"``
+#: (``mcp_resources`` / ``mcp_prompts`` with an ``action``) or ``"agentao"``
+#: (``list_mcp_resources``, ``list_mcp_resource_templates``, ``read_mcp_resource``,
+#: ``list_mcp_prompts``, ``get_mcp_prompt``).
+CatalogShape = Literal["echo", "agentao"]
+#: The values ``RuntimeConfig.catalog_shape`` accepts (besides None).
+CATALOG_SHAPES: Final[tuple[CatalogShape, ...]] = ("echo", "agentao")
+#: Entries one resource or prompt listing shows the model by default.
+DEFAULT_CATALOG_LIST_CAP: Final = 200
+#: Listings and results with more characters than this are checked or rendered in a worker
+#: thread by default; smaller ones inline.
+DEFAULT_OFFLOAD_CHARS: Final = 65_536
 #: The values ``RuntimeConfig.network_policy`` accepts.
 NETWORK_POLICIES: Final[tuple[NetworkPolicy, ...]] = ("deny", "allow")
 #: The values ``RuntimeConfig.security_policy`` accepts.
@@ -293,8 +312,10 @@ class RuntimeConfig:
     """Everything a runtime needs: the servers and the policies that apply to all of them.
 
     Raises :class:`McpTransportConfigError` when two servers share a name, and
-    :class:`ConfigError` for a ``network_policy`` or ``security_policy`` outside the allowed
-    values.
+    :class:`ConfigError` for a ``network_policy``, ``security_policy``, ``profile`` or
+    ``catalog_shape`` outside the allowed values, a permission rule that is not a
+    :class:`PermissionRule`, or a size setting out of range (``render_budget`` under 200,
+    ``max_blob_bytes`` or ``catalog_list_cap`` under 1, ``offload_chars`` negative).
     """
 
     servers: tuple[ServerConfig, ...] = ()
@@ -317,6 +338,30 @@ class RuntimeConfig:
     client_name: str = "trio-mcp"
     client_version: str | None = None
 
+    # --- the model-facing surface (``rt.call_for_model``, ``rt.model_tools``)
+    #: Permission rules over registered names (globs), first match wins.
+    permission_rules: tuple[PermissionRule, ...] = attrs.field(default=(), converter=tuple)
+    #: The host's profile: ``public_gateway`` and ``daemon`` deny the ``mcp.call`` capability
+    #: unless it is in ``allowed_capabilities`` or an ``allow`` rule names the tool.
+    profile: Profile = "default"
+    allowed_capabilities: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    #: Binary tool outputs are saved under ``<working_dir>/.trio-mcp/tool-outputs/``; None means
+    #: the current directory when the runtime starts.
+    working_dir: Path | None = None
+    #: Characters of text one rendered result gives the model (what is cut is said).
+    render_budget: int = DEFAULT_RENDER_BUDGET
+    #: Blobs bigger than this (bytes) are reported, never decoded.
+    max_blob_bytes: int = MAX_BLOB_BYTES
+    #: The resource and prompt tools ``rt.model_tools()`` offers by default (None: none).
+    catalog_shape: CatalogShape | None = "agentao"
+    #: Entries one resource or prompt listing shows the model; the rest are counted and can be
+    #: reached with the returned cursor.
+    catalog_list_cap: int = DEFAULT_CATALOG_LIST_CAP
+    #: Tool listings and results with more characters of text than this are checked and rendered
+    #: in a worker thread, so a hostile server cannot stall the event loop; smaller ones are
+    #: handled inline. 0 sends everything to a thread.
+    offload_chars: int = DEFAULT_OFFLOAD_CHARS
+
     def __attrs_post_init__(self) -> None:
         if self.network_policy not in NETWORK_POLICIES:
             raise ConfigError(
@@ -326,6 +371,29 @@ class RuntimeConfig:
             raise ConfigError(
                 f"security_policy must be 'block' or 'warn', got {self.security_policy!r}"
             )
+        if self.profile not in PROFILES:
+            raise ConfigError(
+                f"profile must be one of {', '.join(map(repr, PROFILES))}, got {self.profile!r}"
+            )
+        if self.catalog_shape is not None and self.catalog_shape not in CATALOG_SHAPES:
+            raise ConfigError(
+                f"catalog_shape must be 'echo', 'agentao' or None, got {self.catalog_shape!r}"
+            )
+        for rule in self.permission_rules:
+            if not isinstance(rule, PermissionRule):
+                raise ConfigError(
+                    f"permission_rules must hold PermissionRule objects (parse configuration "
+                    f"entries with parse_rules()), got {rule!r}"
+                )
+        for key, minimum in (
+            ("render_budget", 200),
+            ("max_blob_bytes", 1),
+            ("catalog_list_cap", 1),
+            ("offload_chars", 0),
+        ):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
         seen: set[str] = set()
         for server in self.servers:
             if server.name in seen:

@@ -32,10 +32,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from ._catalog import ModelTool
 from ._registry import RegisteredTool
 from ._toolcheck import check_input_schema
 
@@ -46,11 +47,17 @@ __all__ = [
     "ExportAdjustment",
     "ExportRefusal",
     "ExportResult",
+    "Exportable",
     "ProviderLimits",
     "StrictRules",
     "to_anthropic_tools",
     "to_openai_tools",
 ]
+
+
+#: What the exporters take: registered MCP tools (``rt.tools()``) or model tools
+#: (``rt.model_tools()``: MCP tools plus the resource and prompt tools).
+Exportable: TypeAlias = RegisteredTool | ModelTool
 
 
 @attrs.frozen(kw_only=True)
@@ -118,10 +125,11 @@ DEFAULT_STRICT_RULES: Final = StrictRules()
 
 @attrs.frozen(kw_only=True)
 class ExportRefusal:
-    """A tool that was not exported: its registered ``name``, where it comes from, and why."""
+    """A tool that was not exported: its registered ``name``, where it comes from (``server``
+    is None for the runtime's resource and prompt tools), and why."""
 
     name: str
-    server: str
+    server: str | None
     tool: str
     reason: str
 
@@ -173,7 +181,7 @@ class _Exporter:
                 f"^{self.limits.name_pattern.pattern}$"
             )
 
-    def description(self, name: str, registered: RegisteredTool) -> str | None:
+    def description(self, name: str, registered: Exportable) -> str | None:
         tool = registered.tool
         text = (
             tool.description
@@ -197,7 +205,7 @@ class _Exporter:
         )
         return text[: limit - 1] + "\u2026"
 
-    def schema(self, name: str, registered: RegisteredTool) -> dict[str, Any]:
+    def schema(self, name: str, registered: Exportable) -> dict[str, Any]:
         raw = registered.tool.input_schema
         problems = check_input_schema(raw)
         if problems:
@@ -274,7 +282,7 @@ _Builder = Callable[[str, str | None, dict[str, Any], "_Exporter"], dict[str, An
 
 
 def _export(
-    tools: Mapping[str, RegisteredTool],
+    tools: Mapping[str, Exportable],
     limits: ProviderLimits,
     description_overflow: Literal["cut", "refuse"],
     build: _Builder,
@@ -316,7 +324,7 @@ def _export(
 
 
 def to_openai_tools(
-    tools: Mapping[str, RegisteredTool],
+    tools: Mapping[str, Exportable],
     *,
     api: Literal["chat", "responses"] = "chat",
     strict: bool = False,
@@ -324,7 +332,8 @@ def to_openai_tools(
     limits: ProviderLimits = OPENAI_LIMITS,
     description_overflow: Literal["cut", "refuse"] = "cut",
 ) -> ExportResult:
-    """The tools (registered name -> tool, as ``rt.tools()`` gives them) as OpenAI function tools.
+    """The tools (registered name -> tool, as ``rt.tools()`` or ``rt.model_tools()`` give them)
+    as OpenAI function tools.
 
     ``api="chat"`` gives ``{"type": "function", "function": {"name", "description",
     "parameters"}}``; ``api="responses"`` gives the flat ``{"type": "function", "name", ...}``
@@ -360,7 +369,7 @@ def to_openai_tools(
 
 
 def to_anthropic_tools(
-    tools: Mapping[str, RegisteredTool],
+    tools: Mapping[str, Exportable],
     *,
     limits: ProviderLimits = ANTHROPIC_LIMITS,
     description_overflow: Literal["cut", "refuse"] = "cut",

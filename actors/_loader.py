@@ -3,8 +3,10 @@
 Two shapes, one typed result:
 
 - **The Echo shape** (a dict, a YAML file or a JSON file): ``tools.mcp.enabled`` (the master
-  switch), ``tools.mcp_servers.<name>``, ``tools.mcpSecurityPolicy`` and
+  switch), ``tools.mcp_servers.<name>``, ``tools.mcpSecurityPolicy``, ``tools.profile``,
+  ``tools.allow`` (capabilities such as ``mcp.call``), ``permissions.rules`` and
   ``execution.networkPolicy`` (``"deny"`` by default in this shape: URL servers are skipped).
+  The resource and prompt tools take the Echo shape (``mcp_resources`` / ``mcp_prompts``).
 - **The Agentao shape** (``mcp.json`` with ``mcpServers.<name>``), layered: the user file
   (``$XDG_CONFIG_HOME/trio-mcp/mcp.json``, default ``~/.config/trio-mcp/mcp.json``), then the
   project file (``<working_dir>/.trio-mcp/mcp.json``), which may only *add* names: a name that
@@ -50,6 +52,7 @@ from ._config import (
 )
 from ._naming import valid_server_name
 from ._redact import REDACTED
+from ._risk import PROFILES, PermissionRule, parse_rules
 
 __all__ = [
     "CONFIG_FILE_NAME",
@@ -478,6 +481,34 @@ class _Reader:
             return default
         return value
 
+    def capabilities(self, value: Any, source: str, path: str) -> frozenset[str]:
+        """A list of capability names (such as ``mcp.call``); absent or null is empty."""
+        if value is None:
+            return frozenset()
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            self.problem(
+                source,
+                path,
+                f"must be a list of capability names such as 'mcp.call', got {_show(value)}",
+            )
+            return frozenset()
+        return frozenset(value)
+
+    def rules(self, value: Any, source: str, path: str) -> tuple[PermissionRule, ...]:
+        """Permission rules ``[{"tool": "<glob>", "action": "allow|deny|ask"}]``; absent or
+        null is none. Each bad entry is a problem."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.problem(source, path, f"must be a list of rules, got {_show(value)}")
+            return ()
+        try:
+            return parse_rules(value, source=path)
+        except ConfigError as exc:
+            for where, message in exc.problems:
+                self.problem(source, where, message)
+            return ()
+
     def unknown_keys(
         self, section: Mapping[str, Any], known: frozenset[str], source: str, path: str
     ) -> None:
@@ -859,6 +890,15 @@ def _echo(
     options["security_policy"] = reader.choice(
         tools, "mcpSecurityPolicy", SECURITY_POLICIES, "block", source, "tools"
     )
+    options["profile"] = reader.choice(tools, "profile", PROFILES, "default", source, "tools")
+    options["allowed_capabilities"] = reader.capabilities(tools.get("allow"), source, "tools.allow")
+    permissions = (
+        reader.mapping(root.get("permissions"), source, "permissions", "permissions") or {}
+    )
+    options["permission_rules"] = reader.rules(
+        permissions.get("rules"), source, "permissions.rules"
+    )
+    options["catalog_shape"] = "echo"
     execution = reader.mapping(root.get("execution"), source, "execution", "execution") or {}
     options["network_policy"] = reader.choice(
         execution, "networkPolicy", NETWORK_POLICIES, "deny", source, "execution"
@@ -956,7 +996,10 @@ def load_echo_config(
     ``trio-mcp[yaml]`` extra) or JSON file.
 
     Reads ``tools.mcp.enabled`` (default true), ``tools.mcp_servers``,
-    ``tools.mcpSecurityPolicy`` (default ``"block"``) and ``execution.networkPolicy`` (default
+    ``tools.mcpSecurityPolicy`` (default ``"block"``), ``tools.profile`` (``default``,
+    ``public_gateway`` or ``daemon``), ``tools.allow`` (capability names; ``mcp.call`` lets MCP
+    tools through the two restrictive profiles), ``permissions.rules`` (``[{"tool": "<glob>",
+    "action": "allow|deny|ask"}]``, first match wins) and ``execution.networkPolicy`` (default
     ``"deny"``: URL servers are skipped, with a warning here and a DISABLED status saying why);
     every other key of the document belongs to the host and is ignored. ``extra_mcp_servers``
     (ServerConfig objects, or entries in the Agentao shape) override by name. ``environ``
@@ -1159,5 +1202,11 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
         "enabled": config.enabled,
         "network_policy": config.network_policy,
         "security_policy": config.security_policy,
+        "profile": config.profile,
+        "allowed_capabilities": sorted(config.allowed_capabilities),
+        "permission_rules": [
+            {"tool": rule.pattern, "action": rule.decision} for rule in config.permission_rules
+        ],
+        "catalog_shape": config.catalog_shape,
         "servers": servers,
     }

@@ -9,7 +9,7 @@ the same content as parts (text and media) for hosts whose model takes images or
   type, the size and the path. A blob whose base64 length implies more than 10 MiB is only
   reported (type and approximate size), never decoded;
 - ``resource_link``: its name, URI, type and size, and how to read it (``read_mcp_resource``
-  with the server and URI);
+  with the server and URI, or ``mcp_resources`` with ``action="read"``);
 - embedded resources: text with its URI; blobs like images;
 - ``structuredContent``: compact JSON, unless a text block already carries the same JSON value;
 - a size budget (characters): what does not fit is cut, and the text says how much and what
@@ -53,10 +53,11 @@ from ..protocol._types import (
     TextResourceContents,
     UnknownContent,
 )
-from ._toolcheck import Finding, scan_text
+from ._toolcheck import Finding, json_size, scan_text
 
 __all__ = [
     "DEFAULT_RENDER_BUDGET",
+    "ECHO_RESOURCES_TOOL",
     "MAX_BLOB_BYTES",
     "MediaPart",
     "RenderedPart",
@@ -68,6 +69,7 @@ __all__ = [
     "output_dir_for",
     "render_result",
     "render_result_in_thread",
+    "renders_inline",
 ]
 
 #: Characters of text the model gets from one result by default.
@@ -76,6 +78,8 @@ DEFAULT_RENDER_BUDGET: Final = 20_000
 MAX_BLOB_BYTES: Final = 10 * 1024 * 1024
 _MIN_BUDGET: Final = 200
 _MAX_DESCRIPTION: Final = 500
+#: The Echo-shape resource tool: links name it with ``action="read"``.
+ECHO_RESOURCES_TOOL: Final = "mcp_resources"
 
 
 def output_dir_for(working_dir: Path) -> Path:
@@ -270,7 +274,7 @@ def _limit(size: int) -> str:
 class _Renderer:
     server: str
     output_dir: Path | None
-    read_tool_name: str
+    read_tool_name: str | None
     max_blob_bytes: int
     saved: list[SavedFile] = attrs.field(factory=list)
     skipped: list[SkippedBlob] = attrs.field(factory=list)
@@ -333,13 +337,17 @@ class _Renderer:
         description = (
             f" - {_clean(block.description, _MAX_DESCRIPTION)}" if block.description else ""
         )
-        call = (
-            f"{self.read_tool_name}(server={json.dumps(self.server)}, "
-            f"uri={json.dumps(block.uri, ensure_ascii=False)})"
-        )
+        how = ""
+        if self.read_tool_name is not None:
+            action = 'action="read", ' if self.read_tool_name == ECHO_RESOURCES_TOOL else ""
+            call = (
+                f"{self.read_tool_name}({action}server={json.dumps(self.server)}, "
+                f"uri={json.dumps(block.uri, ensure_ascii=False)})"
+            )
+            how = f". Read it with {call}"
         text = (
             f"[resource link {origin}: {_clean(block.display_name, 200)} "
-            f"<{_clean(block.uri, 2000)}>{about}{description}. Read it with {call}]"
+            f"<{_clean(block.uri, 2000)}>{about}{description}{how}]"
         )
         return _Section(origin, text, note=True)
 
@@ -444,7 +452,7 @@ def render_result(
     server: str,
     budget: int = DEFAULT_RENDER_BUDGET,
     output_dir: Path | None = None,
-    read_tool_name: str = "read_mcp_resource",
+    read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
 ) -> RenderedResult:
@@ -453,7 +461,8 @@ def render_result(
     ``budget`` caps the characters of text (the closing note of what was cut comes on top);
     ``output_dir`` is where binary payloads and, when the budget cut something, the full text
     are saved (None: nothing is written, and the text says so). ``read_tool_name`` is the tool
-    the model is told to use for resource links. With ``untrusted_banner`` (results of servers
+    the model is told to use for resource links (``mcp_resources`` gets ``action="read"``; None:
+    the model cannot read them, and no tool is named). With ``untrusted_banner`` (results of servers
     that are not trusted, resource bodies), text that matches an injection pattern gets a
     first line saying it is data, not instructions.
 
@@ -515,6 +524,33 @@ def render_result(
     )
 
 
+def renders_inline(result: CallToolResult, *, budget: int, limit: int) -> bool:
+    """Whether rendering ``result`` is cheap enough to do on the event loop: no payload to decode
+    or save (images, audio, embedded blobs), text within ``budget`` (so no full-text file is
+    written) and at most ``limit`` characters of text and structured content in all. Never
+    raises."""
+    total = 0
+    for block in result.content:
+        if isinstance(block, ImageContent | AudioContent):
+            return False
+        if isinstance(block, EmbeddedResource):
+            if not isinstance(block.resource, TextResourceContents):
+                return False
+            total += len(block.resource.text) + len(block.resource.uri) + 64
+        elif isinstance(block, TextContent):
+            total += len(block.text) + 1
+        elif isinstance(block, ResourceLink):
+            total += 256 + len(block.uri) + min(len(block.description or ""), _MAX_DESCRIPTION)
+        else:
+            total += 64
+        if total > budget:
+            return False
+    if result.structured_content is not None:
+        # Compact JSON has quotes, colons, commas and digits the size estimate does not count.
+        total += 4 * json_size(result.structured_content, limit=limit)
+    return total <= min(budget, limit)
+
+
 def _save_full_text(renderer: _Renderer, full: str) -> Path | None:
     if renderer.output_dir is None:
         return None
@@ -569,7 +605,7 @@ async def render_result_in_thread(
     server: str,
     budget: int = DEFAULT_RENDER_BUDGET,
     output_dir: Path | None = None,
-    read_tool_name: str = "read_mcp_resource",
+    read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
 ) -> RenderedResult:

@@ -220,7 +220,7 @@ def decide(
     if rule is not None:
         return Decision(outcome="ask", reason=f"the rule {rule.pattern!r} asks", rule=rule)
     if risk is RiskLevel.READ_ONLY:
-        return Decision(outcome="allow", reason="a read-only tool of a trusted server")
+        return Decision(outcome="allow", reason="a read-only tool")
     if risk is RiskLevel.EXEC and trusted:
         return Decision(outcome="allow", reason="a tool of a trusted server")
     if risk is RiskLevel.DANGEROUS:

@@ -26,7 +26,7 @@ transport has them:
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import itertools
 import json
 import logging
@@ -83,6 +83,7 @@ from ._config import RuntimeConfig, ServerConfig
 from ._events import ResourceUpdated, ServerLogged
 from ._pending import PendingCalls, Waiter
 from ._registry import ToolRefusal
+from ._toolcheck import check_listing, json_size
 
 __all__ = ["ProgressCallback", "Session", "SessionInfo"]
 
@@ -474,7 +475,7 @@ class Session:
         match kind:
             case "tools":
                 raw = await self.list_all("tools/list", "tools")
-                tools, refused = self._check_tools(raw)
+                tools, refused = await self._check_tools(raw)
                 self.tools, self.tool_refusals = tools, refused
                 self.on_listing(self, "tools", tools, refused)
             case "resources":
@@ -488,36 +489,37 @@ class Session:
             case _:  # pragma: no cover - kinds are ours
                 raise AssertionError(kind)
 
-    def _check_tools(self, raw: list[Any]) -> tuple[tuple[Tool, ...], tuple[ToolRefusal, ...]]:
-        """Decode each tool alone (a bad tool never takes its server down) and apply the
-        include/exclude filters."""
-        tools: list[Tool] = []
-        refused: list[ToolRefusal] = []
-        include, exclude = self.config.tools_include, self.config.tools_exclude
-        for index, item in enumerate(raw):
-            name = item.get("name") if isinstance(item, dict) else None
-            if isinstance(item, dict) and item.get("inputSchema", {}) == {}:
-                # absent or {}: a tool without arguments (an empty object schema)
-                item = {**item, "inputSchema": {"type": "object"}}
-            try:
-                tool = structure(item, Tool, path=f"$.result.tools[{index}]")
-            except InvalidMessage as exc:
-                refused.append(
-                    ToolRefusal(
-                        server=self.server,
-                        tool=name if isinstance(name, str) else None,
-                        reason=f"malformed tool entry: {exc}",
-                    )
-                )
-                continue
-            if include is not None and not any(fnmatch.fnmatchcase(tool.name, p) for p in include):
-                continue
-            if any(fnmatch.fnmatchcase(tool.name, p) for p in exclude):
-                continue
-            tools.append(tool)
-        for refusal in refused:
+    async def _check_tools(
+        self, raw: list[Any]
+    ) -> tuple[tuple[Tool, ...], tuple[ToolRefusal, ...]]:
+        """Apply the registration checks of :func:`check_listing` to a complete listing: the
+        include/exclude filters, malformed entries, the input schema and the injection scan
+        under the runtime's ``security_policy``. A bad tool is refused alone, never its server.
+
+        A listing with more than ``offload_chars`` characters of text is checked in a worker
+        thread, so a hostile listing cannot stall the event loop. Refusals and warnings are
+        logged under ``trio_mcp.server.<name>``."""
+        check = functools.partial(
+            check_listing,
+            raw,
+            server=self.server,
+            include=self.config.tools_include,
+            exclude=self.config.tools_exclude,
+            policy=self.runtime.security_policy,
+        )
+        limit = self.runtime.offload_chars
+        if json_size(raw, limit=limit) > limit:
+            checked = await trio.to_thread.run_sync(check)
+        else:
+            checked = check()
+        for warning in checked.warnings:
+            if warning.tool is None:
+                self._log.warning("tools/list: %s", warning.message)
+            else:
+                self._log.warning("tool %r: %s", warning.tool, warning.message)
+        for refusal in checked.refused:
             self._log.warning("tool %r refused: %s", refusal.tool, refusal.reason)
-        return tuple(tools), tuple(refused)
+        return checked.tools, checked.refused
 
     async def _debouncer(self) -> None:
         """Re-list after list_changed notifications, once they have been quiet for a while."""

@@ -70,6 +70,7 @@ __all__ = [
     "check_listing",
     "check_tool",
     "inspect_schema",
+    "json_size",
     "scan_schema",
     "scan_text",
 ]
@@ -704,6 +705,29 @@ def check_tool(
 
 
 # --------------------------------------------------------------------------- a whole listing
+
+
+def json_size(value: Any, *, limit: int) -> int:
+    """An estimate of the work a JSON value takes to check or render: the characters of all its
+    strings (keys and values) plus one per node. The walk is iterative and stops as soon as the
+    count passes ``limit``, so the cost is bounded by ``limit`` whatever the value (the count
+    returned is then some number above ``limit``). Never raises."""
+    total = 0
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        total += 1
+        if isinstance(node, str):
+            total += len(node)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                total += len(key) if isinstance(key, str) else 1
+                stack.append(item)
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+        if total > limit:
+            break
+    return total
 
 
 @attrs.frozen(kw_only=True)

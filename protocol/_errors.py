@@ -35,7 +35,8 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   │   └── UrlElicitationRequired   -32042
     │   ├── CallTimeout                  no answer within the call's timeout (also a TimeoutError)
     │   ├── ToolNotFound                 no registered tool has that name
-    │   └── ToolExecutionError           the tool ran and reported isError (raise_for_error())
+    │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
+    │   └── McpCatalogError              a resource or prompt operation failed; ``kind`` says how
     ├── ServerUnavailable                the server is not READY (says its state and next attempt)
     └── RuntimeClosed                    the runtime handle was used after it closed
 
@@ -64,6 +65,7 @@ __all__ = [
     "InvalidRequest",
     "ListingTooLarge",
     "LocalProtocolError",
+    "McpCatalogError",
     "McpError",
     "McpTransportConfigError",
     "MethodNotFound",
@@ -452,6 +454,50 @@ class ToolExecutionError(CallError):
 
     Raised only by ``result.raise_for_error()``; a call returns such results as data.
     """
+
+
+class McpCatalogError(CallError):
+    """A resource or prompt operation (``rt.list_resources``, ``rt.read_resource``,
+    ``rt.get_prompt``...) failed, and no partial data was returned.
+
+    ``kind`` says what kind of failure it was, one of :attr:`KINDS`:
+
+    - ``"unknown_server"``: no configured server has that name;
+    - ``"hidden"``: the server is configured with ``resources: false``;
+    - ``"not_found"``: the server has no such resource;
+    - ``"too_large"``: the answer is bigger than the runtime takes (a blob over the limit);
+    - ``"server_error"``: the server answered with an error, an invalid answer, or none in time;
+    - ``"unavailable"``: the server is not connected now, or the connection dropped;
+    - ``"invalid"``: the request cannot be made as asked (no server named while several
+      could answer, a cursor without a server, a server that does not offer the capability,
+      arguments the server refused).
+    """
+
+    KINDS: ClassVar[tuple[str, ...]] = (
+        "unknown_server",
+        "hidden",
+        "not_found",
+        "too_large",
+        "server_error",
+        "unavailable",
+        "invalid",
+    )
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        if kind not in self.KINDS:
+            raise ValueError(
+                f"unknown McpCatalogError kind {kind!r} (expected one of: {', '.join(self.KINDS)})"
+            )
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.kind = kind
 
 
 # --------------------------------------------------------------------------- runtime

@@ -979,6 +979,10 @@ def test_redacted_config_hides_every_secret() -> None:
         "enabled": True,
         "network_policy": "allow",
         "security_policy": "block",
+        "profile": "default",
+        "allowed_capabilities": [],
+        "permission_rules": [],
+        "catalog_shape": "echo",
         "servers": {
             "fs": {
                 "type": "stdio",

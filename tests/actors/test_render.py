@@ -173,8 +173,8 @@ def test_a_resource_link_says_how_to_read_it() -> None:
         _result(ResourceLink(uri="a\nb", name="n")), server="docs", read_tool_name="mcp_resources"
     )
     assert other.text == (
-        '[resource link content[0]: n <a b>. Read it with mcp_resources(server="docs", '
-        'uri="a\\nb")]'
+        '[resource link content[0]: n <a b>. Read it with mcp_resources(action="read", '
+        'server="docs", uri="a\\nb")]'
     )
 
 

@@ -379,7 +379,10 @@ async def test_a_malformed_tool_is_refused_alone(autojump_clock: Clock) -> None:
         assert set(rt.tools()) == {"mcp_s_ok", "mcp_s_bare"}
         refused = rt.status()["s"].refused_tools
         assert [r.tool for r in refused] == ["bad", None]
-        assert "$.result.tools[1].inputSchema" in refused[0].reason
+        assert refused[0].reason == (
+            "malformed tool entry: invalid Tool: expected an object, got an array "
+            "@ $.tools[1].inputSchema"
+        )
 
 
 # --------------------------------------------------------------------------- server requests

@@ -319,14 +319,19 @@ class Session:
                 sent=False,
             ) from None
         waiter = self._pending.add(request.id, method)
-        call = _Call(waiter=waiter, progress=progress)
-        self._calls[request.id] = call
+        call: _Call | None = None
         if token is not None:
+            call = _Call(waiter=waiter, progress=progress)
+            self._calls[request.id] = call
             self._progress_tokens[token] = request.id
         start = trio.current_time()
         try:
             try:
-                await self._outbox_send.send((serialize(request), waiter))
+                item = (serialize(request), waiter)
+                try:
+                    self._outbox_send.send_nowait(item)
+                except trio.WouldBlock:
+                    await self._outbox_send.send(item)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise ServerDisconnected(
                     f"server {self.server!r} disconnected before {method} was sent: "
@@ -335,11 +340,13 @@ class Session:
                     sent=False,
                 ) from None
             deadline = float("inf") if timeout is None else start + timeout
-            call.timeout = timeout if progress_resets_timeout else None
-            if max_time is not None:
-                call.hard_deadline = start + max_time
-            with trio.CancelScope(deadline=min(deadline, call.hard_deadline)) as scope:
-                call.scope = scope
+            hard_deadline = float("inf") if max_time is None else start + max_time
+            if call is not None:
+                call.timeout = timeout if progress_resets_timeout else None
+                call.hard_deadline = hard_deadline
+            with trio.CancelScope(deadline=min(deadline, hard_deadline)) as scope:
+                if call is not None:
+                    call.scope = scope
                 return await waiter.wait()
             waited = trio.current_time() - start
             raise CallTimeout(
@@ -350,8 +357,8 @@ class Session:
                 request_id=request.id,
             )
         finally:
-            self._calls.pop(request.id, None)
             if token is not None:
+                self._calls.pop(request.id, None)
                 self._progress_tokens.pop(token, None)
             if not waiter.done:
                 self._abandon(request, waiter)
@@ -548,15 +555,30 @@ class Session:
 
     async def _writer(self) -> None:
         """The only task that sends on the transport."""
-        async for frame, waiter in self._outbox_receive:
+        receive = self._outbox_receive
+        send_many = getattr(self.transport, "send_many", None)
+        async for item in receive:
             if not self._writer_open.is_set():
                 await self._writer_open.wait()  # a new session is being initialized
-            if waiter is not None:
-                if waiter.done:  # its caller gave up before it went out
-                    continue
-                waiter.sent = True
+            batch: list[bytes] = []
+            while True:
+                frame, waiter = item
+                if waiter is None:
+                    batch.append(frame)
+                elif not waiter.done:  # else its caller gave up before it went out
+                    waiter.sent = True
+                    batch.append(frame)
+                if send_many is None or len(batch) >= 64:
+                    break
+                try:
+                    item = receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
             try:
-                await self.transport.send(frame)
+                if len(batch) == 1:
+                    await self.transport.send(batch[0])
+                elif batch and send_many is not None:
+                    await send_many(batch)
             except TransportError as exc:
                 self.lose(f"sending failed: {exc}")
                 raise

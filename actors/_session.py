@@ -607,7 +607,12 @@ class Session:
             self._bad_frame(frame, exc)
             return
         for message in parsed if isinstance(parsed, tuple) else (parsed,):
-            self._handle_message(message)
+            try:
+                self._handle_message(message)
+            except RemoteProtocolError as exc:
+                # e.g. a server request reusing the id of one still in flight: refuse that
+                # message alone; the connection and every other call go on.
+                self._log.warning("message from the server refused: %s", exc)
 
     def _bad_frame(self, frame: bytes, exc: InvalidMessage) -> None:
         """A frame that is not a valid JSON-RPC message: fail the call it answers, if that can

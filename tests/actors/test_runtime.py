@@ -32,6 +32,7 @@ from trio_mcp.protocol import (
     ServerUnavailable,
     Tool,
     ToolNotFound,
+    parse_message,
 )
 
 # Every test runs on trio's virtual clock (autojump): times are exact and nothing waits.
@@ -630,3 +631,20 @@ async def test_a_call_before_the_first_listing_says_the_server_is_not_ready(
         assert trio.current_time() == 3  # retries after 1 and 2 s
         with pytest.raises(ToolNotFound):
             await rt.call("mcp_other_t")
+
+
+async def test_a_server_request_reusing_an_id_in_flight_is_refused_alone(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        session = rt._supervisors["s"].session
+        assert session is not None
+        frame = b'{"jsonrpc":"2.0","id":"x1","method":"roots/list"}'
+        first = parse_message(frame)
+        assert not isinstance(first, tuple)
+        session._conn.receive(first)  # "x1" is now a request in flight
+        session._handle_frame(frame)  # the same id again: refused, the connection goes on
+        assert not session.closed
+        assert (await rt.call("mcp_s_t")).text == "{}"

@@ -15,7 +15,9 @@ left: neither the server's pid nor anything in its process group (read from ``/p
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -37,6 +39,7 @@ from trio_mcp.actors import (
     ServerState,
     open_runtime,
 )
+from trio_mcp.protocol import ServerDisconnected
 
 __all__ = [
     "CALL_BOUND",
@@ -46,6 +49,7 @@ __all__ = [
     "ProcessGroups",
     "everything_server",
     "interop_runtime",
+    "kill_mid_call",
     "next_event",
     "python_server",
 ]
@@ -207,3 +211,32 @@ async def next_event(
             if predicate(event):
                 return event
     raise AssertionError("the runtime's event stream ended before the awaited event")
+
+
+async def kill_mid_call(
+    rt: Runtime, server: str, tool: str, arguments: dict[str, Any]
+) -> tuple[int, ServerDisconnected]:
+    """Start a long call of ``tool`` that reports progress, SIGKILL the server once the first
+    progress arrives, and return the killed pid and the error the call failed with, which must
+    come promptly (end of stdout, not a call timeout)."""
+    first_pid = rt.status()[server].pid
+    assert first_pid is not None
+    started, failed = trio.Event(), trio.Event()
+    failure: list[ServerDisconnected] = []
+
+    async def long_call() -> None:
+        try:
+            await rt.call(tool, arguments, progress=lambda _: started.set())
+        except ServerDisconnected as exc:
+            failure.append(exc)
+            failed.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(long_call)
+        with trio.fail_after(CALL_BOUND):
+            await started.wait()
+        os.kill(first_pid, signal.SIGKILL)
+        with trio.fail_after(2.0):  # promptly: EOF on stdout, not a call timeout
+            await failed.wait()
+    (error,) = failure
+    return first_pid, error

@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import re
-import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tests.interop.support import (
     CONNECT_BOUND,
     everything_server,
     interop_runtime,
+    kill_mid_call,
     next_event,
 )
 from trio_mcp.actors import (
@@ -57,7 +57,6 @@ from trio_mcp.protocol import (
     ResourceLink,
     Root,
     RpcError,
-    ServerDisconnected,
     TextContent,
     TextResourceContents,
     UrlElicitationRequired,
@@ -486,30 +485,12 @@ async def test_host_callbacks_add_tools_and_round_trip(tmp_path: Path) -> None:
 
 async def test_sigkill_mid_call_fails_it_promptly_and_the_server_comes_back() -> None:
     async with interop_runtime(everything_server()) as (rt, groups):
-        first_pid = rt.status()["everything"].pid
-        assert first_pid is not None
-        started, failed = trio.Event(), trio.Event()
-        failure: list[ServerDisconnected] = []
-
-        async def long_call() -> None:
-            try:
-                await rt.call(
-                    "mcp_everything_trigger_long_running_operation",
-                    {"duration": 30, "steps": 300},
-                    progress=lambda _: started.set(),
-                )
-            except ServerDisconnected as exc:
-                failure.append(exc)
-                failed.set()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(long_call)
-            with trio.fail_after(CALL_BOUND):
-                await started.wait()
-            os.kill(first_pid, signal.SIGKILL)
-            with trio.fail_after(2.0):  # promptly: EOF on stdout, not a call timeout
-                await failed.wait()
-        (error,) = failure
+        first_pid, error = await kill_mid_call(
+            rt,
+            "everything",
+            "mcp_everything_trigger_long_running_operation",
+            {"duration": 30, "steps": 300},
+        )
         assert (error.server, error.sent) == ("everything", True)
         assert rt.status()["everything"].state is ServerState.RECONNECTING
         assert dict(rt.tools()) == {}

@@ -6,8 +6,6 @@ spawns it once (about 0.8 s: importing ``mcp`` is slow) and checks as much as it
 
 from __future__ import annotations
 
-import os
-import signal
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from tests.interop.support import (
     CALL_BOUND,
     CONNECT_BOUND,
     interop_runtime,
+    kill_mid_call,
     next_event,
     python_server,
 )
@@ -32,7 +31,6 @@ from trio_mcp.protocol import (
     ProgressNotificationParams,
     PromptArgument,
     ReadResourceResult,
-    ServerDisconnected,
     ServerUnavailable,
     TextContent,
     TextResourceContents,
@@ -220,30 +218,9 @@ async def test_list_changed_reregisters_the_tools() -> None:
 
 async def test_sigkill_mid_call_fails_it_promptly_and_the_server_comes_back() -> None:
     async with interop_runtime(python_server("py")) as (rt, groups):
-        first_pid = rt.status()["py"].pid
-        assert first_pid is not None
-        started, failed = trio.Event(), trio.Event()
-        failure: list[ServerDisconnected] = []
-
-        async def long_call() -> None:
-            try:
-                await rt.call(
-                    "mcp_py_count_slowly",
-                    {"steps": 200, "delay": 0.05},
-                    progress=lambda _: started.set(),
-                )
-            except ServerDisconnected as exc:
-                failure.append(exc)
-                failed.set()
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(long_call)
-            with trio.fail_after(CALL_BOUND):
-                await started.wait()
-            os.kill(first_pid, signal.SIGKILL)
-            with trio.fail_after(2.0):  # promptly: EOF on stdout, not a call timeout
-                await failed.wait()
-        (error,) = failure
+        first_pid, error = await kill_mid_call(
+            rt, "py", "mcp_py_count_slowly", {"steps": 200, "delay": 0.05}
+        )
         assert error.server == "py"
         assert error.sent is True
         assert "its outcome is unknown and it is not re-sent" in str(error)

@@ -1,7 +1,8 @@
 """The clients under test, behind one small interface, and the servers they talk to.
 
-A *target* says how to reach a null server (today :class:`StdioTarget`; a Streamable HTTP target
-adds a class here and one branch per client in :func:`open_connection`). A *client* is one of
+A *target* says how to reach a null server: :class:`StdioTarget` (a command each client starts)
+or :class:`HttpTarget` (a Streamable HTTP endpoint of a null server the benchmark started, see
+:func:`null_http_server`). A *client* is one of
 :data:`CLIENTS`: ``trio-mcp``, ``official`` (the ``mcp`` SDK's ``Client``, run under trio) and
 ``raw`` (:mod:`bench.raw_client`). For each pair, :func:`open_connection` yields a
 :class:`Connection` that is connected, initialized and has listed the server's tools:
@@ -26,9 +27,11 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -36,15 +39,20 @@ import attrs
 import trio
 
 from .raw_client import RawStdioClient, open_raw_stdio_client
+from .raw_http_client import RawHttpClient, open_raw_http_client
 
 __all__ = [
     "CLIENTS",
     "GIVE_UP_AFTER",
     "ClientName",
     "Connection",
+    "HttpMode",
+    "HttpTarget",
     "StdioTarget",
+    "Target",
     "TrioMcpConnection",
     "find_pid",
+    "null_http_server",
     "null_stdio_target",
     "open_connection",
     "open_fleet",
@@ -83,6 +91,73 @@ def null_stdio_target(kind: Literal["node", "python"] = "node") -> StdioTarget:
     return StdioTarget(argv=(sys.executable, str(HERE / "null_server.py")), kind="python")
 
 
+HttpMode = Literal["json", "sse"]
+
+
+@attrs.frozen(kw_only=True)
+class HttpTarget:
+    """A running null Streamable HTTP server: its MCP endpoint ``url`` (on 127.0.0.1), whether
+    it answers with JSON bodies or SSE streams (``mode``), and its process id."""
+
+    url: str
+    mode: HttpMode
+    pid: int
+
+
+Target = StdioTarget | HttpTarget
+
+
+@contextmanager
+def null_http_server(mode: HttpMode) -> Iterator[HttpTarget]:
+    """Start ``null_http_server.js`` (Node.js) in ``mode`` on a free port of 127.0.0.1 and yield
+    its target; leaving stops it. Raises :class:`SystemExit` when ``node`` is not on ``PATH``
+    and :class:`RuntimeError` when the server does not report its port."""
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("node is not on PATH: the Streamable HTTP rows need Node.js")
+    process = subprocess.Popen(
+        [
+            node,
+            str(HERE / "null_http_server.js"),
+            f"--mode={mode}",
+            f"--tag={secrets.token_hex(8)}",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline().strip()
+        if not line.isdigit():
+            process.kill()
+            _, err = process.communicate(timeout=5)
+            raise RuntimeError(
+                f"the null HTTP server did not report its port: {line!r} {err.decode()[-500:]!r}"
+            )
+        yield HttpTarget(url=f"http://127.0.0.1:{int(line)}/mcp", mode=mode, pid=process.pid)
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _locate(target: Target) -> tuple[tuple[str, ...], Callable[[], int]]:
+    """For a stdio target: a tagged argv and how to find its process; for an HTTP target: no
+    argv and the running server's pid."""
+    if isinstance(target, HttpTarget):
+        return (), lambda: target.pid
+    argv = target.tagged()
+    return argv, partial(find_pid, argv)
+
+
 def find_pid(argv: Sequence[str]) -> int:
     """The pid of the process whose command line is exactly ``argv`` (tagged, so unique)."""
     wanted = "\0".join(argv).encode() + b"\0"
@@ -109,19 +184,25 @@ class Connection(Protocol):
 # --------------------------------------------------------------------------- trio-mcp
 
 
-def _trio_mcp_config(argvs: Sequence[tuple[str, ...]], *, restart_at_once: bool = False) -> Any:
+def _trio_mcp_config(
+    argvs: Sequence[tuple[str, ...]], *, url: str | None = None, restart_at_once: bool = False
+) -> Any:
     from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig
 
-    servers = tuple(
-        ServerConfig(
-            name=f"null{index}",
-            command=argv[0],
-            args=argv[1:],
-            connect_timeout=30,
-            timeout=30,
+    servers: tuple[Any, ...]
+    if url is not None:
+        servers = (ServerConfig(name="null0", url=url, connect_timeout=30, timeout=30),)
+    else:
+        servers = tuple(
+            ServerConfig(
+                name=f"null{index}",
+                command=argv[0],
+                args=argv[1:],
+                connect_timeout=30,
+                timeout=30,
+            )
+            for index, argv in enumerate(argvs)
         )
-        for index, argv in enumerate(argvs)
-    )
     if not restart_at_once:
         return RuntimeConfig(servers=servers)
     # Reconnect at once after a drop (no backoff), so the restart row measures the mechanism.
@@ -131,9 +212,9 @@ def _trio_mcp_config(argvs: Sequence[tuple[str, ...]], *, restart_at_once: bool 
 class TrioMcpConnection:
     """A runtime with one server, ``null0``; its tool is registered as ``mcp_null0_echo``."""
 
-    def __init__(self, runtime: Any, argv: tuple[str, ...]) -> None:
+    def __init__(self, runtime: Any, locate: Callable[[], int]) -> None:
         self.rt = runtime
-        self.argv = argv
+        self.locate = locate
         self.name = "mcp_null0_echo"
 
     async def call(self) -> None:
@@ -145,7 +226,7 @@ class TrioMcpConnection:
         await self.rt.call(self.name, HANG_ARGUMENTS)
 
     def server_pid(self) -> int:
-        return find_pid(self.argv)
+        return self.locate()
 
     async def wait_tools_again(self) -> None:
         from trio_mcp.actors import ServerState
@@ -162,16 +243,18 @@ class TrioMcpConnection:
 
 @asynccontextmanager
 async def _open_trio_mcp(
-    target: StdioTarget, *, restart_at_once: bool = False
+    target: Target, *, restart_at_once: bool = False
 ) -> AsyncIterator[TrioMcpConnection]:
     from trio_mcp.actors import open_runtime
 
-    argv = target.tagged()
-    async with open_runtime(_trio_mcp_config([argv], restart_at_once=restart_at_once)) as rt:
+    argv, locate = _locate(target)
+    url = target.url if isinstance(target, HttpTarget) else None
+    config = _trio_mcp_config([argv], url=url, restart_at_once=restart_at_once)
+    async with open_runtime(config) as rt:
         await rt.wait_ready(timeout=30)
         if rt.registry.get("mcp_null0_echo") is None:
             raise RuntimeError(f"trio-mcp did not register the tool: {rt.status()}")
-        yield TrioMcpConnection(rt, argv)
+        yield TrioMcpConnection(rt, locate)
 
 
 # --------------------------------------------------------------------------- official SDK
@@ -180,9 +263,9 @@ async def _open_trio_mcp(
 class OfficialConnection:
     """An entered ``mcp.Client``."""
 
-    def __init__(self, client: Any, argv: tuple[str, ...]) -> None:
+    def __init__(self, client: Any, locate: Callable[[], int]) -> None:
         self.client = client
-        self.argv = argv
+        self.locate = locate
 
     async def call(self) -> None:
         result = await self.client.call_tool(TOOL, ARGUMENTS)
@@ -193,31 +276,35 @@ class OfficialConnection:
         await self.client.call_tool(TOOL, HANG_ARGUMENTS)
 
     def server_pid(self) -> int:
-        return find_pid(self.argv)
+        return self.locate()
 
 
 @asynccontextmanager
-async def _open_official(target: StdioTarget) -> AsyncIterator[OfficialConnection]:
+async def _open_official(target: Target) -> AsyncIterator[OfficialConnection]:
     from mcp import Client, StdioServerParameters
 
-    argv = target.tagged()
-    params = StdioServerParameters(command=argv[0], args=list(argv[1:]))
-    async with Client(params, mode="legacy") as client:
+    argv, locate = _locate(target)
+    server: Any
+    if isinstance(target, HttpTarget):
+        server = target.url
+    else:
+        server = StdioServerParameters(command=argv[0], args=list(argv[1:]))
+    async with Client(server, mode="legacy") as client:
         tools = await client.list_tools()
         if [tool.name for tool in tools.tools] != [TOOL]:
             raise RuntimeError(f"unexpected tools: {tools}")
-        yield OfficialConnection(client, argv)
+        yield OfficialConnection(client, locate)
 
 
 # --------------------------------------------------------------------------- raw client
 
 
 class RawConnection:
-    """An initialized :class:`RawStdioClient`."""
+    """An initialized :class:`RawStdioClient` or :class:`RawHttpClient`."""
 
-    def __init__(self, client: RawStdioClient, argv: tuple[str, ...]) -> None:
+    def __init__(self, client: RawStdioClient | RawHttpClient, locate: Callable[[], int]) -> None:
         self.client = client
-        self.argv = argv
+        self.locate = locate
 
     async def call(self) -> None:
         result = await self.client.call_tool(TOOL, ARGUMENTS)
@@ -228,25 +315,30 @@ class RawConnection:
         await self.client.call_tool(TOOL, HANG_ARGUMENTS)
 
     def server_pid(self) -> int:
-        return find_pid(self.argv)
+        return self.locate()
 
 
 @asynccontextmanager
-async def _open_raw(target: StdioTarget) -> AsyncIterator[RawConnection]:
-    argv = target.tagged()
+async def _open_raw(target: Target) -> AsyncIterator[RawConnection]:
+    argv, locate = _locate(target)
+    if isinstance(target, HttpTarget):
+        async with open_raw_http_client(target.url) as http_client:
+            tools = await http_client.initialize()
+            if [tool["name"] for tool in tools] != [TOOL]:
+                raise RuntimeError(f"unexpected tools: {tools}")
+            yield RawConnection(http_client, locate)
+        return
     async with open_raw_stdio_client(argv) as client:
         tools = await client.initialize()
         if [tool["name"] for tool in tools] != [TOOL]:
             raise RuntimeError(f"unexpected tools: {tools}")
-        yield RawConnection(client, argv)
+        yield RawConnection(client, locate)
 
 
 # --------------------------------------------------------------------------- entry points
 
 
-def open_connection(
-    client: ClientName, target: StdioTarget, *, restart_at_once: bool = False
-) -> Any:
+def open_connection(client: ClientName, target: Target, *, restart_at_once: bool = False) -> Any:
     """An async context manager yielding a ready :class:`Connection` of ``client`` to
     ``target``. ``restart_at_once``: trio-mcp reconnects a dead server without its backoff
     (the default waits about 1 s first). Raises :class:`ValueError` for an unknown client."""

@@ -46,6 +46,14 @@ class RowSpec:
     better: Better
 
 
+#: The four rows of a throughput scenario: result key, label suffix, unit, better.
+_THROUGHPUT: Final[tuple[tuple[str, str, str, Better], ...]] = (
+    ("rate", "", "calls/s", "higher"),
+    ("p50", " p50", "ms", "lower"),
+    ("p99", " p99", "ms", "lower"),
+    ("cpu", " client CPU/call", "µs", "lower"),
+)
+
 ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("sequential", "rate", "stdio", "sequential tools/call", "calls/s", "higher"),
     RowSpec("sequential", "p50", "stdio", "sequential p50", "ms", "lower"),
@@ -58,6 +66,22 @@ ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("in_flight_256", "rate", "stdio", "256 in flight", "calls/s", "higher"),
     RowSpec("in_flight_256", "p50", "stdio", "256 in flight p50", "ms", "lower"),
     RowSpec("in_flight_256", "p99", "stdio", "256 in flight p99", "ms", "lower"),
+    *(
+        RowSpec(
+            f"http_{mode}_{shape}",
+            key,
+            f"HTTP {mode.upper()}",
+            f"{name if key == 'rate' else short}{suffix}",
+            unit,
+            better,
+        )
+        for mode in ("json", "sse")
+        for shape, name, short in (
+            ("sequential", "sequential tools/call", "sequential"),
+            ("in_flight_32", "32 in flight", "32 in flight"),
+        )
+        for key, suffix, unit, better in _THROUGHPUT
+    ),
     RowSpec("fleet_start", "start", "stdio", "start N servers, all tools usable", "ms", "lower"),
     RowSpec("death", "death", "stdio", "SIGKILL -> last pending call failed", "ms", "lower"),
     RowSpec("restart", "restart", "stdio", "SIGKILL -> tools usable again", "ms", "lower"),
@@ -124,7 +148,7 @@ def measure(
     for scenario in scenarios:
         for client in clients:
             started = time.perf_counter()
-            print(f"  {scenario:<14} {client:<9}", end="", file=sys.stderr, flush=True)
+            print(f"  {scenario:<22} {client:<9}", end="", file=sys.stderr, flush=True)
             result = _run_worker(scenario, client, plan, server)
             results.setdefault(scenario, {})[client] = result
             print(f" {time.perf_counter() - started:5.1f} s", file=sys.stderr)

@@ -25,6 +25,7 @@ from .clients import (
     ClientName,
     Connection,
     StdioTarget,
+    Target,
     TrioMcpConnection,
     open_connection,
     open_fleet,
@@ -60,6 +61,10 @@ class Plan:
     registry_tools: int = 10_000
     registry_reps: int = 5
     import_reps: int = 5
+    #: The Streamable HTTP rows: fewer calls (an HTTP call costs several times a stdio one).
+    http_reps: int = 3
+    http_warmup_calls: int = 100
+    http_calls: int = 800
 
     @classmethod
     def quick(cls) -> Plan:
@@ -75,6 +80,20 @@ class Plan:
             registry_tools=1000,
             registry_reps=2,
             import_reps=2,
+            http_reps=2,
+            http_warmup_calls=20,
+            http_calls=120,
+        )
+
+    def for_http(self) -> Plan:
+        """This plan with the HTTP sizes in the places :func:`sequential` and
+        :func:`in_flight` read."""
+        return attrs.evolve(
+            self,
+            reps=self.http_reps,
+            warmup_calls=self.http_warmup_calls,
+            sequential_calls=self.http_calls,
+            in_flight_calls=self.http_calls,
         )
 
 
@@ -89,7 +108,7 @@ async def _warm_up(conn: Connection, calls: int) -> None:
         await conn.call()
 
 
-async def sequential(client: ClientName, target: StdioTarget, plan: Plan) -> Result:
+async def sequential(client: ClientName, target: Target, plan: Plan) -> Result:
     """One call at a time: calls/s, p50 and p99 latency (ms), and this process's CPU time per
     call (µs: less sensitive than wall time to other load on the machine)."""
     rates, p50s, p99s, cpus = [], [], [], []
@@ -112,7 +131,7 @@ async def sequential(client: ClientName, target: StdioTarget, plan: Plan) -> Res
     return {"rate": median(rates), "p50": median(p50s), "p99": median(p99s), "cpu": median(cpus)}
 
 
-async def in_flight(client: ClientName, target: StdioTarget, plan: Plan, width: int) -> Result:
+async def in_flight(client: ClientName, target: Target, plan: Plan, width: int) -> Result:
     """``width`` calls in flight on one connection (``width`` tasks calling in a loop):
     calls/s, p50 and p99 latency (ms), CPU time per call (µs)."""
     rates, p50s, p99s, cpus = [], [], [], []

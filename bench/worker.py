@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from . import scenarios
-from .clients import CLIENTS, ClientName, null_stdio_target
+from .clients import CLIENTS, ClientName, HttpMode, null_http_server, null_stdio_target
 from .scenarios import Plan
 
 __all__ = ["SCENARIOS", "run_one"]
@@ -30,6 +30,10 @@ SCENARIOS: dict[str, bool] = {
     "memory": True,
     "registry": False,
     "import": False,
+    "http_json_sequential": True,
+    "http_json_in_flight_32": True,
+    "http_sse_sequential": True,
+    "http_sse_in_flight_32": True,
 }
 
 
@@ -39,6 +43,8 @@ def run_one(scenario: str, client: ClientName, plan: Plan, server: str) -> dict[
         return scenarios.registry_costs(client, plan)
     if scenario == "import":
         return scenarios.import_time(client, plan)
+    if scenario.startswith("http_"):
+        return _run_http(scenario, client, plan)
     target = null_stdio_target("python" if server == "python" else "node")
     match scenario:
         case "sequential":
@@ -58,6 +64,23 @@ def run_one(scenario: str, client: ClientName, plan: Plan, server: str) -> dict[
         case _:
             raise SystemExit(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
     result: dict[str, Any] = trio.run(fn)
+    return result
+
+
+def _run_http(scenario: str, client: ClientName, plan: Plan) -> dict[str, Any]:
+    """``http_{json,sse}_{sequential,in_flight_32}``: against a null HTTP server started here
+    (Node.js, whatever ``--server`` says), with the plan's HTTP sizes."""
+    _, mode_name, shape = scenario.split("_", 2)
+    if mode_name not in ("json", "sse") or shape not in ("sequential", "in_flight_32"):
+        raise SystemExit(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+    mode: HttpMode = "json" if mode_name == "json" else "sse"
+    http_plan = plan.for_http()
+    with null_http_server(mode) as target:
+        if shape == "sequential":
+            fn = partial(scenarios.sequential, client, target, http_plan)
+        else:
+            fn = partial(scenarios.in_flight, client, target, http_plan, 32)
+        result: dict[str, Any] = trio.run(fn)
     return result
 
 

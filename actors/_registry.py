@@ -244,10 +244,12 @@ class Registry:
                 self._table[name] = after
                 self._last_owner[name] = after.server
                 added.append(name)
-            elif before != after:
+            elif before.tool != after.tool:
                 self._table[name] = after
-                if before.tool != after.tool:
-                    changed.append(name)
+                changed.append(name)
+                updated = True
+            elif before.generation != after.generation:
+                self._table[name] = after
                 updated = True
         if not (added or removed or updated or refused):
             return None

@@ -29,8 +29,8 @@ import trio
 
 from ..protocol._errors import (
     CallTimeout,
-    ConnectError,
     McpError,
+    McpTransportConfigError,
     RpcError,
     RuntimeClosed,
     ServerDisconnected,
@@ -82,6 +82,12 @@ from ._supervisor import SETTLED, ServerStatus, ServerSupervisor
 __all__ = ["USE_DEFAULT", "Runtime", "RuntimeState", "open_runtime", "serve_runtime"]
 
 logger = logging.getLogger("trio_mcp.runtime")
+
+
+#: ``open_transport(config, on_stderr_line)``: a fresh transport for one connection attempt.
+TransportOpener = Callable[
+    [ServerConfig, Callable[[str], None]], AbstractAsyncContextManager[Transport]
+]
 
 
 class _UseDefault(Enum):
@@ -146,10 +152,7 @@ def open_default_transport(
                 connect_timeout=config.connect_timeout,
             )
         )
-    raise ConnectError(
-        f"server {config.name!r}: the {kind.value!r} transport is not available in this build "
-        "of trio-mcp; use a stdio server or a custom transport_factory"
-    )
+    raise McpTransportConfigError(f"server {config.name!r}: unknown transport {kind!r}")
 
 
 def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -657,7 +660,7 @@ class Runtime:
 def _build(
     config: RuntimeConfig,
     callbacks: HostCallbacks | None,
-    open_transport: Any,
+    open_transport: TransportOpener | None,
     rng: random.Random | None,
 ) -> Runtime:
     bus = EventBus()
@@ -736,7 +739,7 @@ async def serve_runtime(
     config: RuntimeConfig,
     *,
     callbacks: HostCallbacks | None = None,
-    open_transport: Any = None,
+    open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -751,7 +754,7 @@ async def open_runtime(
     config: RuntimeConfig,
     *,
     callbacks: HostCallbacks | None = None,
-    open_transport: Any = None,
+    open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run a runtime for the duration of an ``async with`` block.

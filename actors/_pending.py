@@ -19,17 +19,24 @@ from ..protocol._jsonrpc import RequestId
 
 __all__ = ["PendingCalls", "PendingStatistics", "Waiter"]
 
+_INF = float("inf")
+
 
 @attrs.define(eq=False)
 class Waiter:
-    """One call waiting for its answer. Resolved at most once; awaited by exactly one task."""
+    """One call waiting for its answer. Resolved at most once; awaited by exactly one task.
+
+    Resolving reschedules the waiting task directly (no :class:`trio.Event` and no parking lot:
+    this is on every call's path)."""
 
     request_id: RequestId
     method: str
     #: Set by the writer just before the request's bytes go to the transport: from then on a lost
     #: connection leaves the outcome unknown.
     sent: bool = False
-    _event: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: When the call times out (``trio.current_time()`` clock); kept by the session's timer.
+    deadline: float = _INF
+    _task: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
     _result: outcome.Outcome[Mapping[str, Any]] | None = attrs.field(default=None, init=False)
 
     @property
@@ -42,14 +49,30 @@ class Waiter:
         if self._result is not None:
             return False
         self._result = result
-        self._event.set()
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
         return True
 
     async def wait(self) -> Mapping[str, Any]:
-        """Wait for the outcome and return the result (or raise the stored error)."""
-        await self._event.wait()
+        """Wait for the outcome and return the result (or raise the stored error).
+
+        A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
+        waiter stays unresolved; the caller decides what that means)."""
+        if self._result is None:
+            if self._task is not None:
+                raise RuntimeError(f"request {self.request_id!r} is already awaited by a task")
+            self._task = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        else:
+            await trio.lowlevel.checkpoint()
         assert self._result is not None
         return self._result.unwrap()
+
+    def _abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 @attrs.frozen(kw_only=True)

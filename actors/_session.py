@@ -27,6 +27,7 @@ transport has them:
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import json
 import logging
@@ -97,6 +98,10 @@ OUTBOX_SIZE: Final = 64
 MAX_INBOUND_REQUESTS: Final = 32
 #: Budget for best-effort messages sent from cleanup code (cancellation notices).
 CLEANUP_BUDGET: Final = 1.0
+#: The deadline heap is compacted when it holds more than this many entries beyond twice the
+#: number of waiting calls (entries of answered calls are dropped lazily).
+_HEAP_SLACK: Final = 64
+_INF: Final = float("inf")
 
 _LOG_LEVELS: Final = {
     "debug": logging.DEBUG,
@@ -127,9 +132,13 @@ class _Call:
 
     waiter: Waiter
     progress: ProgressCallback | None
-    scope: trio.CancelScope | None = None
     timeout: float | None = None
-    hard_deadline: float = float("inf")
+    hard_deadline: float = _INF
+
+
+class _TimedOut(Exception):
+    """Internal: the session's timer resolved a waiter whose deadline passed. Never escapes
+    :meth:`Session.request` (it becomes a :class:`CallTimeout`)."""
 
 
 @attrs.define(eq=False)
@@ -165,6 +174,11 @@ class Session:
         init=False
     )
     _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: (deadline, sequence, waiter): every call's timeout, in one heap for the timer task.
+    _deadlines: list[tuple[float, int, Waiter]] = attrs.field(factory=list, init=False)
+    _deadline_seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
+    #: The timer task's sleep (its deadline is the earliest live call deadline), once running.
+    _timer_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
     _relist_kinds: set[str] = attrs.field(factory=set, init=False)
     _relist_wanted: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -214,6 +228,7 @@ class Session:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await nursery.start(self._timer)
                 nursery.start_soon(self._reader)
                 nursery.start_soon(self._writer)
                 await self._handshake()
@@ -339,15 +354,17 @@ class Session:
                     server=self.server,
                     sent=False,
                 ) from None
-            deadline = float("inf") if timeout is None else start + timeout
-            hard_deadline = float("inf") if max_time is None else start + max_time
+            deadline = _INF if timeout is None else start + timeout
+            hard_deadline = _INF if max_time is None else start + max_time
             if call is not None:
                 call.timeout = timeout if progress_resets_timeout else None
                 call.hard_deadline = hard_deadline
-            with trio.CancelScope(deadline=min(deadline, hard_deadline)) as scope:
-                if call is not None:
-                    call.scope = scope
+            self._set_deadline(waiter, min(deadline, hard_deadline))
+            try:
                 return await waiter.wait()
+            except _TimedOut:
+                pass
+            self._tell_abandoned(request, waiter)
             waited = trio.current_time() - start
             raise CallTimeout(
                 f"{method} to server {self.server!r} got no answer in {waited:g} s",
@@ -363,10 +380,58 @@ class Session:
             if not waiter.done:
                 self._abandon(request, waiter)
 
+    # ------------------------------------------------------------------ call deadlines
+
+    def _set_deadline(self, waiter: Waiter, deadline: float) -> None:
+        """Give a waiting call its (new) deadline: the timer task fails it then. Sync.
+
+        One heap and one timer task per session instead of a cancel scope per call: the heap
+        keeps superseded entries (answered calls, reset timers) until they surface or the heap
+        is compacted, which costs O(1) per call on average."""
+        waiter.deadline = deadline
+        if deadline == _INF:
+            return
+        heap = self._deadlines
+        if len(heap) > 2 * len(self._pending) + _HEAP_SLACK:
+            heap[:] = [entry for entry in heap if _live(entry)]
+            heapq.heapify(heap)
+        heapq.heappush(heap, (deadline, next(self._deadline_seq), waiter))
+        scope = self._timer_scope
+        if scope is not None and deadline < scope.deadline:
+            scope.deadline = deadline
+
+    async def _timer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Fail each waiting call whose deadline has passed (with :class:`_TimedOut`, which its
+        caller turns into a :class:`CallTimeout`), then sleep until the next deadline."""
+        heap = self._deadlines
+        task_status.started()
+        while True:
+            now = trio.current_time()
+            while heap:
+                deadline, _, waiter = heap[0]
+                if not _live(heap[0]):
+                    heapq.heappop(heap)
+                elif deadline <= now:
+                    heapq.heappop(heap)
+                    self._pending.discard(waiter.request_id)
+                    waiter.resolve(outcome.Error(_TimedOut()))
+                else:
+                    break
+            with trio.CancelScope(deadline=heap[0][0] if heap else _INF) as scope:
+                self._timer_scope = scope
+                await trio.sleep_forever()
+            self._timer_scope = None
+
     def _abandon(self, request: Request, waiter: Waiter) -> None:
-        """The caller stopped waiting (timeout or cancellation): tell the server if it heard us."""
+        """The caller stopped waiting (cancellation): tell the server if it heard us."""
         self._pending.discard(request.id)
         waiter.resolve(outcome.Error(trio.TooSlowError("abandoned by its caller")))
+        self._tell_abandoned(request, waiter)
+
+    def _tell_abandoned(self, request: Request, waiter: Waiter) -> None:
+        """Forget a request nobody waits for; send ``notifications/cancelled`` if it went out."""
         notice = self._conn.cancel(request.id, "the client stopped waiting")
         if notice is None or not waiter.sent or request.method == "initialize":
             return
@@ -830,8 +895,10 @@ class Session:
         call = self._calls.get(request_id) if request_id is not None else None
         if call is None:
             return
-        if call.timeout is not None and call.scope is not None:
-            call.scope.deadline = min(trio.current_time() + call.timeout, call.hard_deadline)
+        if call.timeout is not None and not call.waiter.done:
+            self._set_deadline(
+                call.waiter, min(trio.current_time() + call.timeout, call.hard_deadline)
+            )
         if call.progress is not None:
             try:
                 call.progress(params)
@@ -904,6 +971,12 @@ class Session:
         if not isinstance(answer, Mapping):
             raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
         return answer
+
+
+def _live(entry: tuple[float, int, Waiter]) -> bool:
+    """A deadline heap entry still counts: its call waits and the deadline is its current one."""
+    waiter = entry[2]
+    return not waiter.done and waiter.deadline == entry[0]
 
 
 def _wire(value: Any) -> Any:

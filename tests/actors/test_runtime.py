@@ -244,6 +244,47 @@ async def test_a_timeout_sends_notifications_cancelled(autojump_clock: Clock) ->
         assert (await rt.call("mcp_s_t")).text == "{}"
 
 
+async def test_a_shorter_timeout_fires_first_whatever_the_order_of_the_calls(
+    autojump_clock: Clock,
+) -> None:
+    # One timer per session serves every call's deadline: a call with an earlier deadline made
+    # while a later one waits must still fail at its own time, and the later one at its own.
+    fake = FakeServer(name="s", tools=[FakeTool("slow", handler=hang)])
+    async with open_runtime(config(fake.server_config(timeout=50))) as rt:
+        await rt.wait_ready()
+        failed_at: dict[str, float] = {}
+
+        async def call(label: str, timeout: float | None) -> None:
+            options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+            with pytest.raises(CallTimeout) as info:
+                await rt.call("mcp_s_slow", **options)
+            failed_at[label] = trio.current_time()
+            assert info.value.timeout == (50 if timeout is None else timeout)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "default", None)
+            await trio.sleep(1)
+            nursery.start_soon(call, "short", 2.5)
+            await trio.sleep(1)
+            nursery.start_soon(call, "shorter", 0.5)
+        assert failed_at == {"shorter": 2.5, "short": 3.5, "default": 50}
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(fake.cancellations) == 3
+
+
+async def test_answered_calls_do_not_pile_up_in_the_deadline_heap(autojump_clock: Clock) -> None:
+    # Deadlines of answered calls are dropped lazily; the heap is compacted as it grows, so
+    # thousands of quick calls with a 120 s timeout leave a bounded heap behind.
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        for _ in range(2000):
+            await rt.call("mcp_s_t")
+        session = rt._supervisor("s").ready_session()
+        assert len(session._deadlines) <= 2 * len(session.pending) + 65
+        assert trio.current_time() < 1  # the quick calls took no virtual time
+
+
 async def test_a_cancelled_caller_cancels_the_request_on_the_server(autojump_clock: Clock) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("slow", handler=hang)])
     async with open_runtime(config(fake.server_config())) as rt:

@@ -177,6 +177,10 @@ class Session:
     #: (deadline, sequence, waiter): every call's timeout, in one heap for the timer task.
     _deadlines: list[tuple[float, int, Waiter]] = attrs.field(factory=list, init=False)
     _deadline_seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
+    #: Frames handed to the writer and not written yet.
+    _unwritten: int = attrs.field(default=0, init=False)
+    #: The transport's ``try_send`` hook (write now if it can be done whole), if it has one.
+    _try_send: Callable[[bytes], bool] | None = attrs.field(default=None, init=False)
     #: The timer task's sleep (its deadline is the earliest live call deadline), once running.
     _timer_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
@@ -198,6 +202,8 @@ class Session:
         self._outbox_send, self._outbox_receive = trio.open_memory_channel(OUTBOX_SIZE)
         self._log = logging.getLogger(f"trio_mcp.server.{self.config.name}")
         self._writer_open.set()
+        try_send = getattr(self.transport, "try_send", None)
+        self._try_send = try_send if callable(try_send) else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -342,11 +348,9 @@ class Session:
         start = trio.current_time()
         try:
             try:
-                item = (serialize(request), waiter)
-                try:
-                    self._outbox_send.send_nowait(item)
-                except trio.WouldBlock:
-                    await self._outbox_send.send(item)
+                frame = serialize(request)
+                if not self._send_now(frame, waiter):
+                    await self._queue((frame, waiter))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise ServerDisconnected(
                     f"server {self.server!r} disconnected before {method} was sent: "
@@ -424,6 +428,47 @@ class Session:
                 await trio.sleep_forever()
             self._timer_scope = None
 
+    def _send_now(self, frame: bytes, waiter: Waiter) -> bool:
+        """On an idle connection, write the request from the caller's task, past the writer (a
+        pass through the scheduler less per call). Returns whether it was written.
+
+        Only when this is the only call waiting and nothing is queued for the writer (so the
+        order of frames is kept, notifications included), and only through the transport's
+        ``try_send`` (written whole at once, or not at all). Under load the writer batches."""
+        try_send = self._try_send
+        if (
+            try_send is None
+            or self._unwritten
+            or len(self._pending) != 1
+            or not self._writer_open.is_set()
+        ):
+            return False
+        waiter.sent = True
+        try:
+            if try_send(frame):
+                return True
+        except TransportError:
+            pass  # queued instead: the writer meets the same error and ends the connection
+        waiter.sent = False
+        return False
+
+    async def _queue(self, item: tuple[bytes, Waiter | None]) -> None:
+        """Hand a frame to the writer. Raises trio's Closed/BrokenResourceError once the
+        connection is gone."""
+        try:
+            self._outbox_send.send_nowait(item)
+        except trio.WouldBlock:
+            self._unwritten += 1
+            queued = False
+            try:
+                await self._outbox_send.send(item)
+                queued = True
+            finally:
+                if not queued:
+                    self._unwritten -= 1
+        else:
+            self._unwritten += 1
+
     def _abandon(self, request: Request, waiter: Waiter) -> None:
         """The caller stopped waiting (cancellation): tell the server if it heard us."""
         self._pending.discard(request.id)
@@ -440,6 +485,7 @@ class Session:
     def _send_best_effort(self, frame: bytes) -> None:
         try:
             self._outbox_send.send_nowait((frame, None))
+            self._unwritten += 1
         except trio.WouldBlock:
             if self._nursery is not None:
                 self._nursery.start_soon(self._send_later, frame)
@@ -449,7 +495,7 @@ class Session:
     async def _send_later(self, frame: bytes) -> None:
         with trio.move_on_after(CLEANUP_BUDGET):
             try:
-                await self._outbox_send.send((frame, None))
+                await self._queue((frame, None))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
 
@@ -457,7 +503,7 @@ class Session:
         """Send a notification. Raises :class:`ServerDisconnected` when the connection is gone."""
         frame = serialize(self._conn.notification(method, params))
         try:
-            await self._outbox_send.send((frame, None))
+            await self._queue((frame, None))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ServerDisconnected(
                 f"server {self.server!r} disconnected before {method} was sent",
@@ -626,7 +672,9 @@ class Session:
             if not self._writer_open.is_set():
                 await self._writer_open.wait()  # a new session is being initialized
             batch: list[bytes] = []
+            taken = 0
             while True:
+                taken += 1
                 frame, waiter = item
                 if waiter is None:
                     batch.append(frame)
@@ -647,6 +695,7 @@ class Session:
             except TransportError as exc:
                 self.lose(f"sending failed: {exc}")
                 raise
+            self._unwritten -= taken
 
     async def _reader(self) -> None:
         """Read frames until the connection ends; correlate and dispatch each message."""

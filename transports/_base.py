@@ -53,6 +53,10 @@ class Transport(Protocol):
     Optional hooks a transport may also offer; the session uses each one when it is there:
 
     - ``async send_many(frames: list[bytes])``: send several frames in one write (stdio);
+    - ``try_send(frame: bytes) -> bool``: write one frame now, whole, without yielding, or
+      write nothing and return False (stdio: up to ``PIPE_BUF`` bytes; memory). On an idle
+      connection the session writes a request from the caller's task this way, past its writer
+      task; raising means nothing was written;
     - ``set_protocol_version(version: str)``: the handshake settled the revision (HTTP sends it
       in the ``MCP-Protocol-Version`` header from then on);
     - ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one

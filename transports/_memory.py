@@ -97,6 +97,24 @@ class MemoryTransport:
             raise self._closed_here("send") from None
         self._sent += 1
 
+    def try_send(self, frame: bytes) -> bool:
+        """Hand one frame to the peer now if its buffer has room; returns whether it did. Never
+        yields to the scheduler. Raises like :meth:`send`."""
+        if self._closed:
+            raise self._closed_here("send")
+        try:
+            self._outgoing.send_nowait(bytes(frame))
+        except trio.WouldBlock:
+            return False
+        except trio.BrokenResourceError:
+            raise TransportClosed(
+                f"cannot send on {self._info.detail}: the peer closed the connection"
+            ) from None
+        except trio.ClosedResourceError:
+            raise self._closed_here("send") from None
+        self._sent += 1
+        return True
+
     async def receive(self) -> bytes:
         """Return the next frame from the peer, waiting for one.
 

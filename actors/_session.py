@@ -698,7 +698,14 @@ class Session:
             self._unwritten -= taken
 
     async def _reader(self) -> None:
-        """Read frames until the connection ends; correlate and dispatch each message."""
+        """Read frames until the connection ends; correlate and dispatch each message.
+
+        After each frame it takes every frame the transport has ready (its ``receive_nowait``
+        hook, when it has one) before it waits again: one pass through the scheduler for a
+        batch of answers instead of one per answer."""
+        receive_nowait: Callable[[], bytes | None] | None = getattr(
+            self.transport, "receive_nowait", None
+        )
         try:
             while True:
                 try:
@@ -707,6 +714,9 @@ class Session:
                     self._on_session_expired(exc)
                     continue
                 self._handle_frame(frame)
+                if receive_nowait is not None:
+                    while (ready := receive_nowait()) is not None:
+                        self._handle_frame(ready)
         except TransportClosed as exc:
             self.lose(str(exc) or "the server closed the connection")
             raise

@@ -57,6 +57,9 @@ class Transport(Protocol):
       write nothing and return False (stdio: up to ``PIPE_BUF`` bytes; memory). On an idle
       connection the session writes a request from the caller's task this way, past its writer
       task; raising means nothing was written;
+    - ``receive_nowait() -> bytes | None``: the next frame if one is ready now, else None (also
+      at the end, which ``receive`` then reports); the session's reader drains ready frames
+      with it before it waits again;
     - ``set_protocol_version(version: str)``: the handshake settled the revision (HTTP sends it
       in the ``MCP-Protocol-Version`` header from then on);
     - ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one

@@ -135,6 +135,18 @@ class MemoryTransport:
         self._received += 1
         return frame
 
+    def receive_nowait(self) -> bytes | None:
+        """The next frame if one is buffered now, else None (also once the connection has
+        ended: :meth:`receive` then raises). Never yields to the scheduler."""
+        if self._closed:
+            return None
+        try:
+            frame = self._incoming.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return None
+        self._received += 1
+        return frame
+
     async def aclose(self) -> None:
         """Close this end: the peer sees end-of-stream after the frames already sent. Idempotent;
         the closing itself is synchronous, so it happens even when the caller is cancelled."""

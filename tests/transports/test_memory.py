@@ -205,3 +205,41 @@ def test_memory_transport_is_the_type_of_both_ends() -> None:
     client, server = memory_transport_pair()
     assert type(client) is MemoryTransport
     assert type(server) is MemoryTransport
+
+
+# --------------------------------------------------------------------------- the session's hooks
+
+
+def test_try_send_hands_a_frame_over_while_there_is_room() -> None:
+    client, server = memory_transport_pair(max_buffer=2)
+    assert client.try_send(b"one") is True
+    assert client.try_send(b"two") is True
+    assert client.try_send(b"three") is False  # the peer's buffer is full: nothing handed over
+    assert server.receive_nowait() == b"one"
+    assert client.try_send(b"three") is True
+    assert [server.receive_nowait(), server.receive_nowait()] == [b"two", b"three"]
+    assert server.receive_nowait() is None
+    assert client.statistics().sent == 3
+    assert server.statistics().received == 3
+
+
+async def test_try_send_raises_like_send_once_either_end_is_closed() -> None:
+    client, server = memory_transport_pair()
+    await server.aclose()
+    with pytest.raises(TransportClosed, match="the peer closed the connection"):
+        client.try_send(b"x")
+    await client.aclose()
+    with pytest.raises(TransportClosed, match="it was closed on this side"):
+        client.try_send(b"x")
+
+
+async def test_receive_nowait_says_none_at_the_end_and_receive_says_why() -> None:
+    client, server = memory_transport_pair()
+    await client.send(b"last")
+    await client.aclose()
+    assert server.receive_nowait() == b"last"
+    assert server.receive_nowait() is None
+    with pytest.raises(TransportClosed, match="the peer closed the connection"):
+        await server.receive()
+    await server.aclose()
+    assert server.receive_nowait() is None

@@ -294,6 +294,54 @@ def _invalid(method: str, problem: str, path: str) -> InvalidMessage:
     )
 
 
+# --------------------------------------------------------------------------- tools/call fast path
+#
+# Nearly every tools/call result is ``{"content": [{"type": "text", "text": ...}, ...]}`` with an
+# optional boolean ``isError``. Going through the converter costs several microseconds per call
+# (the hot path of a tool-calling host), so ``decode_result`` first tries
+# :func:`_fast_call_tool_result`, which accepts only that exact shape and builds the very objects
+# the converter would build. Anything else declines to the converter, which keeps every error
+# message and wire path as it is.
+
+
+def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
+    """Decode the common ``tools/call`` result without the converter, or return ``None``.
+
+    Accepted, and nothing else: a ``dict`` whose keys are ``content`` and optionally
+    ``isError``; ``content`` a ``list`` of ``dict`` blocks with exactly the keys ``type`` and
+    ``text``, ``type`` the string ``"text"`` and ``text`` a ``str`` (not a subclass); ``isError``
+    ``True`` or ``False``. The answer equals what ``structure(result, CallToolResult)`` gives
+    (``is_error`` ``None`` when absent, empty ``extra``, no ``meta``). Any other shape, valid or
+    not, returns ``None`` so that the converter decodes it or reports what is wrong; this
+    function never raises.
+    """
+    if type(result) is not dict:
+        return None
+    content = result.get("content")
+    if type(content) is not list:
+        return None
+    size = len(result)
+    if size == 1:
+        is_error = None
+    elif size == 2:
+        # The second key must be isError: anything else reads as None and declines.
+        is_error = result.get("isError")
+        if type(is_error) is not bool:
+            return None
+    else:
+        return None
+    blocks: list[t.TextContent] = []
+    for block in content:
+        if type(block) is not dict or len(block) != 2:
+            return None
+        kind = block.get("type")
+        text = block.get("text")
+        if type(kind) is not str or kind != "text" or type(text) is not str:
+            return None
+        blocks.append(t.TextContent(text=text))
+    return t.CallToolResult(content=tuple(blocks), is_error=is_error)
+
+
 def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.result") -> Any:
     """Decode the ``result`` of a request ``method`` into its wire type, by ``resultType``.
 
@@ -310,7 +358,14 @@ def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.resu
     Anything else raises :class:`InvalidMessage` naming ``<path>.resultType``; a result of the
     wrong shape raises :class:`InvalidMessage` naming the field at fault. An unknown method
     raises :class:`LocalProtocolError` (we never send a request we cannot decode).
+
+    The common ``tools/call`` result (text blocks only, optional boolean ``isError``, nothing
+    else) takes a fast path that skips the converter and builds an equal object.
     """
+    if method == "tools/call":
+        fast = _fast_call_tool_result(result)
+        if fast is not None:
+            return fast
     spec = request_spec(method)
     if not isinstance(result, dict):
         raise _invalid(method, "expected an object", path)

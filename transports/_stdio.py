@@ -36,6 +36,7 @@ import logging
 import math
 import os
 import signal
+import stat
 import subprocess
 import sys
 from collections import deque
@@ -146,6 +147,20 @@ async def _write_all(stream: trio.abc.SendStream, data: bytes) -> None:
         raise trio.BrokenResourceError(str(exc)) from exc
     finally:
         view.release()
+
+
+def _atomic_pipe(stream: trio.abc.SendStream) -> tuple[int, int]:
+    """``(fd, PIPE_BUF)`` when ``stream`` is a non-blocking pipe (a write of up to ``PIPE_BUF``
+    bytes is then all or nothing), else ``(-1, 0)``."""
+    if _FdStream is None or not isinstance(stream, _FdStream):
+        return -1, 0
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return -1, 0
+        return fd, int(os.fpathconf(fd, "PC_PIPE_BUF"))
+    except (OSError, ValueError):
+        return -1, 0
 
 
 async def _read_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
@@ -399,6 +414,8 @@ class StdioTransport:
     _framer: NdjsonFramer
     _stderr_tail: _StderrTail
     _send_lock: trio.StrictFIFOLock = attrs.Factory(trio.StrictFIFOLock)
+    #: stdin's ``(fd, PIPE_BUF)`` when it is a pipe that :meth:`try_send` may write to.
+    _atomic_pipe: tuple[int, int] = (-1, 0)
     _exited: trio.Event = attrs.Factory(trio.Event)
     _stderr_done: trio.Event = attrs.Factory(trio.Event)
     _close_done: trio.Event = attrs.Factory(trio.Event)
@@ -478,6 +495,35 @@ class StdioTransport:
     async def send_many(self, frames: list[bytes]) -> None:
         """Write several messages at once (one write). Raises like :meth:`send`."""
         await self._send_data(b"".join([encode_frame(frame) for frame in frames]), len(frames))
+
+    def try_send(self, frame: bytes) -> bool:
+        """Write one message now, without waiting, if that can be done whole; returns whether it
+        was written. Never yields to the scheduler.
+
+        Returns False, having written nothing, when the frame must go through :meth:`send`
+        instead: another send is in progress, the pipe has no room for it, or the frame (with its
+        newline) is longer than ``PIPE_BUF`` bytes (up to that size a pipe write is all or
+        nothing, so a message can never be left half-written). Raises like :meth:`send`.
+        """
+        self._check_can_send()
+        fd, pipe_buf = self._atomic_pipe
+        if len(frame) >= pipe_buf or self._send_lock.locked():
+            return False
+        data = encode_frame(frame)
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            message = f"sending to {self._name} failed: the peer closed the connection ({exc})"
+            if self._send_refused is None:
+                self._send_refused = message
+            raise TransportClosed(message) from exc
+        if written != len(data):  # pragma: no cover - POSIX: pipe writes <= PIPE_BUF are atomic
+            self._send_refused = f"{self._name}: a message was written in part; reconnect"
+            raise TransportClosed(self._send_refused)
+        self._frames_sent += 1
+        return True
 
     async def _send_data(self, data: bytes, count: int = 1) -> None:
         self._check_can_send()
@@ -979,6 +1025,7 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
                 line_limit=_STDERR_LINE_LIMIT,
                 on_line=params.on_stderr_line,
             ),
+            atomic_pipe=_atomic_pipe(process.stdin),
         )
         async with trio.open_nursery() as nursery:
             try:

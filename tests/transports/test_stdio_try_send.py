@@ -1,0 +1,93 @@
+"""``StdioTransport.try_send``: a whole frame written now, or nothing written at all.
+
+Against the real echo peer (``stdio_peer.py``) and the real clock."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+import trio
+
+from trio_mcp.protocol._errors import LocalProtocolError, TransportClosed
+
+from .test_stdio import MODES, ask, peer, running
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+
+PIPE_BUF = os.pathconf("/", "PC_PIPE_BUF") if hasattr(os, "pathconf") else 4096
+
+
+@pytest.mark.parametrize("bind", MODES)
+async def test_a_small_frame_is_written_at_once_without_a_checkpoint(bind: bool) -> None:
+    async with running(peer(bind_to_host=bind)) as t:
+        with trio.CancelScope() as scope:  # noqa: ASYNC100 - that no checkpoint is the point
+            scope.cancel()  # a checkpoint would raise Cancelled: try_send has none
+            assert t.try_send(b'{"n":1}') is True
+            assert t.try_send(b'{"n":2}') is True
+        assert not scope.cancelled_caught
+        assert [await t.receive(), await t.receive()] == [b'{"n":1}', b'{"n":2}']
+        assert t.statistics().frames_sent == 2
+
+
+async def test_a_frame_longer_than_pipe_buf_is_left_to_send() -> None:
+    async with running(peer()) as t:
+        fits = b"x" * (PIPE_BUF - 1)  # with its newline: PIPE_BUF bytes, written atomically
+        too_big = fits + b"x"
+        assert t.try_send(fits) is True
+        assert t.try_send(too_big) is False
+        assert t.statistics().frames_sent == 1
+        await t.send(too_big)
+        assert await t.receive() == fits
+        assert await t.receive() == too_big
+
+
+async def test_a_full_pipe_writes_nothing_and_send_still_works() -> None:
+    async with running(peer()) as t:
+        await t.send(b'{"peer":"sleep","seconds":1}')  # the peer stops reading stdin for 1 s
+        frame = b"y" * 1000
+        written = 0
+        while written < 10_000 and t.try_send(frame):  # fills the pipe, whole frames only
+            written += 1
+        assert 0 < written < 10_000  # a pipe holds 64 KiB on Linux
+        assert t.statistics().frames_sent == written + 1
+        await t.send(b"after")  # waits until the peer reads again
+        echoed = [await t.receive() for _ in range(written + 1)]
+        assert echoed == [frame] * written + [b"after"]
+
+
+async def test_while_a_send_holds_the_lock_try_send_declines() -> None:
+    async with running(peer()) as t:
+        await t.send(b'{"peer":"sleep","seconds":0.5}')
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(t.send, b"z" * (1024 * 1024))  # blocks on the full pipe
+            await trio.sleep(0.1)
+            assert t.try_send(b"small") is False  # it would overtake the half-sent frame
+        assert await t.receive() == b"z" * (1024 * 1024)
+
+
+async def test_a_frame_with_a_newline_is_refused() -> None:
+    async with running(peer()) as t:
+        with pytest.raises(LocalProtocolError, match="must not contain a newline"):
+            t.try_send(b'{"a":\n1}')
+        assert t.try_send(b"fine") is True
+        assert await t.receive() == b"fine"
+
+
+async def test_a_closed_stdin_fails_like_send_and_refuses_later_sends() -> None:
+    async with running(peer()) as t:
+        assert await ask(t, {"peer": "close-stdin"}) == {"stdin": "closed"}
+        broken = f"sending to stdio server {sys.executable!r} (pid {t.pid}) failed: the peer "
+        with pytest.raises(TransportClosed, match=re.escape(broken)):
+            t.try_send(b"nobody reads this")
+        with pytest.raises(TransportClosed, match=re.escape(broken)):
+            await t.send(b"nor this")
+
+
+async def test_after_aclose_try_send_raises() -> None:
+    async with running(peer()) as t:
+        await t.aclose()
+        with pytest.raises(TransportClosed, match="was closed; open a new one"):
+            t.try_send(b"x")

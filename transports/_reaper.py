@@ -28,7 +28,10 @@ it is the leader of the server's process group (the host starts it with
    closing its stdout is seen as EOF by the host.
 3. reports on ``STATUS_FD`` (a pipe to the host, closed on exec in the server): ``ok <pid>`` once
    the exec succeeded, or ``err <errno>`` if it failed (then exits 127); and, when the server
-   exits, ``exit <code>`` or ``signal <number>``.
+   exits and has been reaped, ``exit <code>`` or ``signal <number>``. Each report is one line
+   ending in ``\\n``; the host takes the exit status from that line as soon as it arrives, without
+   waiting for the launcher to be reaped. A launcher killed before it could report (SIGKILLed
+   directly, say) only closes the pipe: the host then goes by the launcher's own exit status.
 4. after the server exited, SIGKILLs what is left of the group (the server's own children), which
    kills the launcher too. It does so while it is still alive, so the group id cannot have been
    reused by an unrelated process.
@@ -227,6 +230,10 @@ def main(argv: Sequence[str]) -> int:
         _report(status_fd, b"signal %d\n" % os.WTERMSIG(status))
     else:
         _report(status_fd, b"exit %d\n" % os.WEXITSTATUS(status))
+    # A pipe write wakes the host as a "sync" wakeup: the kernel may queue the host behind us on
+    # this CPU until our own teardown (after the killpg below, about 1 ms) is over. Give the CPU
+    # away once so that the host learns the exit status at once.
+    os.sched_yield()
     os.killpg(0, signal.SIGKILL)  # sweep the server's leftovers (and ourselves)
     return 0  # pragma: no cover - killpg above does not return
 

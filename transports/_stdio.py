@@ -676,9 +676,14 @@ class StdioTransport:
         return None
 
     async def _exit_within(self, seconds: float) -> bool:
+        # True once the server has exited AND the group leader has been reaped: the exit status
+        # can be known before the launcher is reaped (see _run_waiter). Checked without a
+        # checkpoint before any signal is sent, so the group is only signalled while its leader
+        # is unreaped.
         with trio.move_on_after(seconds):
             await self._exited.wait()
-        return self._exited.is_set()
+            await self._process.wait()
+        return self._exited.is_set() and self._process.returncode is not None
 
     async def _collect_stderr(self) -> None:
         with trio.move_on_after(_END_REPORT_WAIT):
@@ -814,39 +819,61 @@ class StdioTransport:
                 await self._stderr.aclose()
 
     async def _run_waiter(self) -> None:
-        """Reap the server, learn its exit status, kill the group's leftovers."""
+        """Learn the server's exit status, publish it, reap, and kill the group's leftovers.
+
+        Under the launcher the status is published the moment the launcher's report arrives:
+        the launcher has reaped the server by then and is sweeping the group (which ends the
+        launcher itself), so nothing waits for the launcher to be torn down before pending
+        receives fail. The launcher is still reaped here, afterwards; :meth:`_exit_within`
+        waits for that too. A direct child, or a launcher that ended without reporting (killed
+        by SIGKILL, say), is reaped first, then the group is swept and the status published.
+        """
         try:
             with self._waiter_scope:
-                code = await self._process.wait()
                 reported = await self._read_final_status()
-                if reported is None:
-                    # Direct child, or a launcher that died before it could report: sweep the
-                    # group here (the launcher sweeps it itself while it is still alive).
-                    self._sweep_group()
-                else:
-                    code = reported
-                self._returncode = code
-                logger.info("%s %s", self._name, _describe_returncode(code))
-                self._exited.set()
+                if reported is not None:
+                    self._publish_exit(reported)
+                    # The launcher sweeps the group (and so kills itself) right after reporting.
+                    await self._process.wait()
+                    return
+                code = await self._process.wait()
+                # Sweep the group here: nothing did (a launcher sweeps it while it is alive).
+                self._sweep_group()
+                self._publish_exit(code)
         finally:
             if self._status is not None:
                 with trio.CancelScope(shield=True):
                     await self._status.aclose()
 
+    def _publish_exit(self, code: int) -> None:
+        """Make the exit status known: ``returncode``, the log, and ``_exited``."""
+        self._returncode = code
+        logger.info("%s %s", self._name, _describe_returncode(code))
+        self._exited.set()
+
     async def _read_final_status(self) -> int | None:
-        """The server's exit status as reported by the launcher, or None."""
+        """The server's exit status reported by the launcher, as soon as its line arrives.
+
+        Returns ``exit <code>`` as ``code`` and ``signal <n>`` as ``-n``. Returns None without
+        a launcher, and when the status pipe ends without a readable report (the launcher died
+        before it could report) or fails to read. Waits as long as the server runs.
+        """
         if self._status is None:
             return None
         data = b""
-        with trio.move_on_after(_END_REPORT_WAIT):
-            while chunk := await self._status.receive_some(256):
-                data += chunk
-        for line in data.splitlines():
-            kind, _, value = line.partition(b" ")
-            if kind == b"exit" and value.isdigit():
-                return int(value)
-            if kind == b"signal" and value.isdigit():
-                return -int(value)
+        while b"\n" not in data:
+            try:
+                chunk = await _read_some(self._status, 256)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return None
+            if not chunk:
+                break
+            data += chunk
+        kind, _, value = data.partition(b"\n")[0].partition(b" ")
+        if kind == b"exit" and value.isdigit():
+            return int(value)
+        if kind == b"signal" and value.isdigit():
+            return -int(value)
         return None
 
 
@@ -946,9 +973,11 @@ async def _await_launch(
     params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
 ) -> int:
     """Read the launcher's first report: the server's pid, or why it could not start."""
+    # One byte at a time: a server that exits at once may already have its exit report behind
+    # this line in the pipe, and that report belongs to _read_final_status.
     line = b""
-    while b"\n" not in line:
-        chunk = await status.receive_some(256)
+    while not line.endswith(b"\n"):
+        chunk = await _read_some(status, 1)
         if not chunk:
             break
         line += chunk
@@ -962,8 +991,8 @@ async def _await_launch(
     output = b""
     assert process.stderr is not None
     with trio.move_on_after(_END_REPORT_WAIT):
-        while len(output) < 4096 and (chunk := await process.stderr.receive_some(4096)):
-            output += chunk
+        while len(output) < 4096 and (said_now := await process.stderr.receive_some(4096)):
+            output += said_now
     said = output.decode("utf-8", errors="replace").strip()
     raise ConnectError(
         f"could not start stdio server {params.command!r}: the launcher that binds it to this "

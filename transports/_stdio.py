@@ -109,9 +109,11 @@ DEFAULT_ENV_ALLOWLIST: Final[tuple[str, ...]] = (
 
 #: Bytes asked for per read of stdout and stderr.
 _READ_CHUNK: Final = 65536
-#: Parsed frames waiting for :meth:`StdioTransport.receive`; when full, the reader stops reading
-#: stdout, so the server blocks on its writes (backpressure).
-_FRAME_QUEUE_SIZE: Final = 4
+#: Bytes of parsed frames waiting for :meth:`StdioTransport.receive`; past this, the reader stops
+#: reading stdout until they are taken, so the server blocks on its writes (backpressure). The
+#: queue holds at most this plus what one read brings (64 KiB, or one frame of up to
+#: ``max_frame_bytes``).
+_QUEUE_BYTES: Final = 256 * 1024
 #: A stderr line longer than this many bytes is cut (for the tail and ``on_stderr_line``).
 _STDERR_LINE_LIMIT: Final = 4096
 #: How many stderr lines a :class:`TransportClosed` message quotes.
@@ -430,6 +432,9 @@ class StdioTransport:
     _frames_sent: int = 0
     _frames_received: int = 0
     _peak_buffered: int = 0
+    #: Bytes of the frames in the queue; the reader waits for ``_room`` while over _QUEUE_BYTES.
+    _queued_bytes: int = 0
+    _room: trio.Event = attrs.Factory(trio.Event)
     _signals_sent: list[str] = attrs.Factory(list)
 
     # ------------------------------------------------------------------ public API
@@ -576,8 +581,26 @@ class StdioTransport:
             raise TransportClosed(self._closed_message()) from None
         if frame is None:
             raise self._end_error()  # outside the except: keeps the error's own cause
-        self._frames_received += 1
+        self._taken(frame)
         return frame
+
+    def receive_nowait(self) -> bytes | None:
+        """The next message if one has been read already, else None (also at the end, which
+        :meth:`receive` then reports). Never yields to the scheduler."""
+        if self._closing:
+            return None
+        try:
+            frame = self._frames_recv.receive_nowait()
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            return None
+        self._taken(frame)
+        return frame
+
+    def _taken(self, frame: bytes) -> None:
+        self._frames_received += 1
+        self._queued_bytes -= len(frame)
+        if self._queued_bytes <= _QUEUE_BYTES:
+            self._room.set()
 
     async def aclose(self) -> None:
         """Shut the server down and release everything. Idempotent; a concurrent second call
@@ -762,23 +785,28 @@ class StdioTransport:
                 frames = framer.feed(data)
             except FrameTooLarge as exc:
                 for frame in getattr(exc, "frames_before", ()):
-                    await self._frames_send.send(frame)
+                    self._queue(frame)
                 self._refuse_after_oversized_frame(exc)
                 return
-            send = self._frames_send
             for frame in frames:
-                try:
-                    send.send_nowait(frame)
-                except trio.WouldBlock:
-                    await send.send(frame)
+                self._queue(frame)
+            if self._queued_bytes > _QUEUE_BYTES:
+                self._room = trio.Event()
+                await self._room.wait()
         last = framer.feed_eof()
         if last is not None:
-            await self._frames_send.send(last)
+            self._queue(last)
         with trio.move_on_after(_END_REPORT_WAIT):
             await self._exited.wait()
             await self._stderr_done.wait()
         self._end_message = self._describe_end()
         logger.debug("%s closed its stdout", self._name)
+
+    def _queue(self, frame: bytes) -> None:
+        """Queue one frame for :meth:`receive` (unbounded in count; the reader bounds the bytes).
+        Raises :class:`trio.BrokenResourceError` once :meth:`aclose` closed the queue."""
+        self._frames_send.send_nowait(frame)
+        self._queued_bytes += len(frame)
 
     def _refuse_after_oversized_frame(self, exc: FrameTooLarge) -> None:
         logger.warning(
@@ -1037,7 +1065,7 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
-        frames_send, frames_recv = trio.open_memory_channel[bytes](_FRAME_QUEUE_SIZE)
+        frames_send, frames_recv = trio.open_memory_channel[bytes](math.inf)
         transport = StdioTransport(
             params=params,
             process=process,

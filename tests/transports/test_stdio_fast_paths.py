@@ -1,4 +1,6 @@
-"""``StdioTransport.try_send``: a whole frame written now, or nothing written at all.
+"""The stdio transport's hooks for the session's hot path: ``try_send`` (a whole frame written
+now, or nothing written at all) and ``receive_nowait`` (frames read already, without waiting),
+and the byte bound of the queue of frames read but not yet received.
 
 Against the real echo peer (``stdio_peer.py``) and the real clock."""
 
@@ -12,6 +14,7 @@ import pytest
 import trio
 
 from trio_mcp.protocol._errors import LocalProtocolError, TransportClosed
+from trio_mcp.transports._stdio import _QUEUE_BYTES
 
 from .test_stdio import MODES, ask, peer, running
 
@@ -91,3 +94,33 @@ async def test_after_aclose_try_send_raises() -> None:
         await t.aclose()
         with pytest.raises(TransportClosed, match="was closed; open a new one"):
             t.try_send(b"x")
+
+
+async def test_unread_frames_are_bounded_in_bytes_and_then_drained_in_order() -> None:
+    # Nobody receives: the reader queues about _QUEUE_BYTES of echoed frames, then stops reading
+    # stdout (the peer then blocks on its writes, and stops reading its stdin). Everything
+    # arrives in order once received.
+    count, size = 1500, 1000
+    frames = [b"%06d:" % i + b"q" * (size - 7) for i in range(count)]
+    async with running(peer()) as t:
+        async with trio.open_nursery() as nursery:
+
+            async def send_all() -> None:
+                for frame in frames:
+                    await t.send(frame)
+
+            nursery.start_soon(send_all)
+            with trio.fail_after(5):
+                while t.statistics().frames_queued * size < _QUEUE_BYTES:  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+            await trio.sleep(0.3)  # the reader had every chance to read more
+            queued = t.statistics().frames_queued
+            assert _QUEUE_BYTES <= queued * size <= _QUEUE_BYTES + 64 * 1024 + size
+            assert queued < count
+            received = [await t.receive() for _ in range(3)]
+            while (frame := t.receive_nowait()) is not None:
+                received.append(frame)
+            while len(received) < count:
+                received.append(await t.receive())
+        assert received == frames
+        assert t.receive_nowait() is None

@@ -700,13 +700,21 @@ class Session:
     async def _reader(self) -> None:
         """Read frames until the connection ends; correlate and dispatch each message.
 
-        After each frame it takes every frame the transport has ready (its ``receive_nowait``
-        hook, when it has one) before it waits again: one pass through the scheduler for a
-        batch of answers instead of one per answer."""
+        A transport with ``set_frame_handler`` (stdio) hands each frame to the session from its
+        own reader task, synchronously, while this task waits for the end of the connection;
+        the handler is removed when this task ends, so no frame is handled after the session's
+        nursery has closed. Otherwise, after each frame this task takes every frame the
+        transport has ready (``receive_nowait``, when it has it) before it waits again: one
+        pass through the scheduler for a batch of answers instead of one per answer."""
+        set_frame_handler: Callable[[Callable[[bytes], None] | None], None] | None = getattr(
+            self.transport, "set_frame_handler", None
+        )
         receive_nowait: Callable[[], bytes | None] | None = getattr(
             self.transport, "receive_nowait", None
         )
         try:
+            if set_frame_handler is not None:
+                set_frame_handler(self._on_pushed_frame)
             while True:
                 try:
                     frame = await self.transport.receive()
@@ -723,6 +731,16 @@ class Session:
         except (TransportError, RemoteProtocolError) as exc:
             self.lose(f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            if set_frame_handler is not None:
+                set_frame_handler(None)
+
+    def _on_pushed_frame(self, frame: bytes) -> None:
+        """A frame the transport hands over from its own reader task (``set_frame_handler``):
+        handled at once, synchronously, like one the reader task received; ignored once the
+        connection is lost."""
+        if self._lost_reason is None:
+            self._handle_frame(frame)
 
     def _handle_frame(self, frame: bytes) -> None:
         try:

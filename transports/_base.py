@@ -60,6 +60,10 @@ class Transport(Protocol):
     - ``receive_nowait() -> bytes | None``: the next frame if one is ready now, else None (also
       at the end, which ``receive`` then reports); the session's reader drains ready frames
       with it before it waits again;
+    - ``set_frame_handler(handler)``: the transport calls ``handler(frame)`` synchronously from
+      its own reader task for every frame, instead of queueing it for ``receive`` (which then
+      only reports the end); the session then handles each answer without a task switch
+      (stdio);
     - ``set_protocol_version(version: str)``: the handshake settled the revision (HTTP sends it
       in the ``MCP-Protocol-Version`` header from then on);
     - ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one

@@ -435,6 +435,8 @@ class StdioTransport:
     #: Bytes of the frames in the queue; the reader waits for ``_room`` while over _QUEUE_BYTES.
     _queued_bytes: int = 0
     _room: trio.Event = attrs.Factory(trio.Event)
+    #: Set by :meth:`set_frame_handler`: frames go to it instead of the queue.
+    _frame_handler: Callable[[bytes], None] | None = None
     _signals_sent: list[str] = attrs.Factory(list)
 
     # ------------------------------------------------------------------ public API
@@ -595,6 +597,22 @@ class StdioTransport:
             return None
         self._taken(frame)
         return frame
+
+    def set_frame_handler(self, handler: Callable[[bytes], None] | None) -> None:
+        """Deliver every frame from now on by calling ``handler(frame)`` from the transport's
+        reader task, in order, as soon as it is read, instead of queueing it for
+        :meth:`receive` (the task that would call ``receive`` is then not woken for every
+        frame). Frames queued already are handed over first, here. ``None`` goes back to
+        queueing.
+
+        ``handler`` must be synchronous and quick; an exception it raises ends the reader and
+        comes out of :func:`open_stdio_transport`. :meth:`receive` still reports the end of
+        the connection (:class:`TransportClosed`, :class:`FrameTooLarge`) once every frame
+        has been handed over."""
+        if handler is not None:
+            while (frame := self.receive_nowait()) is not None:
+                handler(frame)
+        self._frame_handler = handler
 
     def _taken(self, frame: bytes) -> None:
         self._frames_received += 1
@@ -803,8 +821,16 @@ class StdioTransport:
         logger.debug("%s closed its stdout", self._name)
 
     def _queue(self, frame: bytes) -> None:
-        """Queue one frame for :meth:`receive` (unbounded in count; the reader bounds the bytes).
-        Raises :class:`trio.BrokenResourceError` once :meth:`aclose` closed the queue."""
+        """Hand one frame to the frame handler, or queue it for :meth:`receive` (unbounded in
+        count; the reader bounds the bytes). Raises :class:`trio.BrokenResourceError` once
+        :meth:`aclose` closed the queue."""
+        handler = self._frame_handler
+        if handler is not None:
+            if self._closing:
+                raise trio.BrokenResourceError("the transport is closed: nobody receives")
+            self._frames_received += 1
+            handler(frame)
+            return
         self._frames_send.send_nowait(frame)
         self._queued_bytes += len(frame)
 

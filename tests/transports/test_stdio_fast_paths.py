@@ -13,7 +13,7 @@ import sys
 import pytest
 import trio
 
-from trio_mcp.protocol._errors import LocalProtocolError, TransportClosed
+from trio_mcp.protocol._errors import FrameTooLarge, LocalProtocolError, TransportClosed
 from trio_mcp.transports._stdio import _QUEUE_BYTES
 
 from .test_stdio import MODES, ask, peer, running
@@ -124,3 +124,75 @@ async def test_unread_frames_are_bounded_in_bytes_and_then_drained_in_order() ->
                 received.append(await t.receive())
         assert received == frames
         assert t.receive_nowait() is None
+
+
+# --------------------------------------------------------------------------- the frame handler
+
+
+async def test_a_frame_handler_gets_every_frame_in_order_from_the_reader_task() -> None:
+    handled: list[tuple[bytes, bool]] = []
+    async with running(peer()) as t:
+        await t.send(b"queued-1")
+        await t.send(b"queued-2")
+        while t.statistics().frames_queued < 2:  # noqa: ASYNC110 - nothing to wait on
+            await trio.sleep(0.01)
+        me = trio.lowlevel.current_task()
+
+        def handler(frame: bytes) -> None:
+            handled.append((frame, trio.lowlevel.current_task() is me))
+
+        t.set_frame_handler(handler)
+        # What was queued is handed over at once, here, in this task.
+        assert handled == [(b"queued-1", True), (b"queued-2", True)]
+        for i in range(50):
+            assert t.try_send(b"pushed-%d" % i)
+        with trio.fail_after(5):
+            while len(handled) < 52:  # noqa: ASYNC110 - the handler is all there is
+                await trio.sleep(0.01)
+        assert [frame for frame, _ in handled[2:]] == [b"pushed-%d" % i for i in range(50)]
+        assert not any(here for _, here in handled[2:])  # called from the reader task
+        assert t.statistics().frames_received == 52
+        assert t.receive_nowait() is None
+        t.set_frame_handler(None)  # back to the queue
+        await t.send(b"queued-again")
+        assert await t.receive() == b"queued-again"
+        assert len(handled) == 52
+
+
+async def test_with_a_frame_handler_receive_reports_the_end_after_the_last_frame() -> None:
+    handled: list[bytes] = []
+    async with running(peer()) as t:
+        t.set_frame_handler(handled.append)
+        await t.send(b"before")
+        await t.send(b'{"peer":"exit","code":3,"stderr":["bye"]}')
+        with pytest.raises(TransportClosed) as info:
+            await t.receive()
+        assert handled == [b"before"]
+        assert "exited with code 3" in str(info.value)
+        assert "| bye" in str(info.value)
+
+
+async def test_with_a_frame_handler_an_oversized_frame_still_ends_receive() -> None:
+    handled: list[bytes] = []
+    async with running(peer(max_frame_bytes=1000)) as t:
+        t.set_frame_handler(handled.append)
+        await t.send(b"small")
+        await t.send(b'{"peer":"big","bytes":5000}')
+        with pytest.raises(FrameTooLarge) as info:
+            await t.receive()
+        assert info.value.limit == 1000
+        assert handled == [b"small"]
+
+
+async def test_an_exception_in_the_frame_handler_comes_out_of_the_transport() -> None:
+    def handler(frame: bytes) -> None:
+        raise ValueError(f"bad frame {frame!r}")
+
+    async def use() -> None:
+        async with running(peer()) as t:
+            t.set_frame_handler(handler)
+            await t.send(b"boom")
+            await trio.sleep_forever()
+
+    with pytest.raises(ValueError, match="bad frame b'boom'"):
+        await use()

@@ -59,6 +59,13 @@ ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("sequential", "p50", "stdio", "sequential p50", "ms", "lower"),
     RowSpec("sequential", "p99", "stdio", "sequential p99", "ms", "lower"),
     RowSpec("sequential", "cpu", "stdio", "sequential client CPU/call", "µs", "lower"),
+    RowSpec(
+        "sequential_one_cpu", "rate", "stdio", "sequential, all on one CPU", "calls/s", "higher"
+    ),
+    RowSpec("sequential_one_cpu", "p50", "stdio", "sequential, one CPU, p50", "ms", "lower"),
+    RowSpec(
+        "sequential_one_cpu", "cpu", "stdio", "sequential, one CPU, client CPU/call", "µs", "lower"
+    ),
     RowSpec("in_flight_32", "rate", "stdio", "32 in flight", "calls/s", "higher"),
     RowSpec("in_flight_32", "p50", "stdio", "32 in flight p50", "ms", "lower"),
     RowSpec("in_flight_32", "p99", "stdio", "32 in flight p99", "ms", "lower"),

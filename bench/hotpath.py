@@ -2,7 +2,7 @@
 
     python -m bench.hotpath [--width 1|32|256] [--calls N] [--client trio-mcp|official|raw]
                             [--sort tottime|cumulative] [--top 30] [--out FILE.prof]
-                            [--cpu-timer] [--no-profile] [--server node|python]
+                            [--cpu-timer] [--no-profile] [--steps] [--server node|python]
 
 Connects, warms up, then makes ``--calls`` ``tools/call`` requests (``--width`` in flight at once)
 under :mod:`cProfile` and prints the top functions. ``--no-profile`` runs the same load without
@@ -11,6 +11,9 @@ cProfile, for a sampling profiler started around it::
     py-spy record --format speedscope -o hot.json -- python -m bench.hotpath --no-profile
 
 (py-spy is not a dependency of the project; install it where you like.)
+
+``--steps`` counts, instead of profiling, how many times each task ran (trio "task steps": each
+one is a pass through the scheduler) per call, by the task's function.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import cProfile
 import pstats
 import time
+from collections import Counter
 
 import trio
 
@@ -28,16 +32,39 @@ from .scenarios import _run_in_flight
 __all__ = ["main"]
 
 
+class _StepCounter(trio.abc.Instrument):
+    """Counts task steps by the task's function name while ``counting`` is set."""
+
+    def __init__(self) -> None:
+        self.counting = False
+        self.steps: Counter[str] = Counter()
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if self.counting:
+            self.steps[task.name.rsplit(".", 1)[-1]] += 1
+
+
 async def _load(
-    client: ClientName, width: int, calls: int, server: str, profiler: cProfile.Profile | None
+    client: ClientName,
+    width: int,
+    calls: int,
+    server: str,
+    profiler: cProfile.Profile | None,
+    steps: _StepCounter | None = None,
 ) -> None:
     target = null_stdio_target("python" if server == "python" else "node")
     async with open_connection(client, target) as conn:
         await _run_in_flight(conn, width, 500)
         if profiler is not None:
             profiler.enable()
+        if steps is not None:
+            trio.lowlevel.add_instrument(steps)
+            steps.counting = True
         started = time.perf_counter()
         elapsed, _ = await _run_in_flight(conn, width, calls)
+        if steps is not None:
+            steps.counting = False
+            trio.lowlevel.remove_instrument(steps)
         if profiler is not None:
             profiler.disable()
         wall = time.perf_counter() - started
@@ -63,7 +90,18 @@ def main() -> None:
         help="time functions by this thread's CPU time instead of the wall clock (time spent "
         "waiting, or preempted by the server on a busy machine, is then not counted)",
     )
+    parser.add_argument(
+        "--steps", action="store_true", help="count task steps per call instead of profiling"
+    )
     args = parser.parse_args()
+    if args.steps:
+        counter = _StepCounter()
+        trio.run(_load, args.client, args.width, args.calls, args.server, None, counter)
+        total = sum(counter.steps.values())
+        print(f"task steps per call: {total / args.calls:.2f}")
+        for name, count in counter.steps.most_common():
+            print(f"  {count / args.calls:6.2f}  {name}")
+        return
     if args.no_profile:
         profiler = None
     elif args.cpu_timer:

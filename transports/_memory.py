@@ -90,9 +90,7 @@ class MemoryTransport:
         try:
             await self._outgoing.send(bytes(frame))
         except trio.BrokenResourceError:
-            raise TransportClosed(
-                f"cannot send on {self._info.detail}: the peer closed the connection"
-            ) from None
+            raise self._closed_there("send") from None
         except trio.ClosedResourceError:
             raise self._closed_here("send") from None
         self._sent += 1
@@ -107,9 +105,7 @@ class MemoryTransport:
         except trio.WouldBlock:
             return False
         except trio.BrokenResourceError:
-            raise TransportClosed(
-                f"cannot send on {self._info.detail}: the peer closed the connection"
-            ) from None
+            raise self._closed_there("send") from None
         except trio.ClosedResourceError:
             raise self._closed_here("send") from None
         self._sent += 1
@@ -127,9 +123,7 @@ class MemoryTransport:
         try:
             frame = await self._incoming.receive()
         except trio.EndOfChannel:
-            raise TransportClosed(
-                f"cannot receive on {self._info.detail}: the peer closed the connection"
-            ) from None
+            raise self._closed_there("receive") from None
         except trio.ClosedResourceError:
             raise self._closed_here("receive") from None
         self._received += 1
@@ -155,6 +149,11 @@ class MemoryTransport:
             self._outgoing.close()
             self._incoming.close()
         await trio.lowlevel.checkpoint()
+
+    def _closed_there(self, action: str) -> TransportClosed:
+        return TransportClosed(
+            f"cannot {action} on {self._info.detail}: the peer closed the connection"
+        )
 
     def _closed_here(self, action: str) -> TransportClosed:
         return TransportClosed(

@@ -914,16 +914,10 @@ class StdioTransport:
         """
         if self._status is None:
             return None
-        data = b""
-        while b"\n" not in data:
-            try:
-                chunk = await _read_some(self._status, 256)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return None
-            if not chunk:
-                break
-            data += chunk
-        kind, _, value = data.partition(b"\n")[0].partition(b" ")
+        try:
+            kind, value = await _read_report(self._status)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
         if kind == b"exit" and value.isdigit():
             return int(value)
         if kind == b"signal" and value.isdigit():
@@ -1023,19 +1017,28 @@ async def _spawn(params: StdioParameters) -> _Spawned:
     return _Spawned(process=process, status=status, pid=pid)
 
 
-async def _await_launch(
-    params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
-) -> int:
-    """Read the launcher's first report: the server's pid, or why it could not start."""
-    # One byte at a time: a server that exits at once may already have its exit report behind
-    # this line in the pipe, and that report belongs to _read_final_status.
+async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
+    """Read one report line of the launcher (``ok 123``, ``exit 0``...) as ``(kind, value)``;
+    ``(b"", b"")`` if the pipe ended first.
+
+    One byte at a time: a server that exits at once may have its exit report right behind its
+    start report in the pipe, and each belongs to its own reader. Raises trio's
+    Broken/ClosedResourceError when the pipe cannot be read."""
     line = b""
     while not line.endswith(b"\n"):
         chunk = await _read_some(status, 1)
         if not chunk:
             break
         line += chunk
-    kind, _, value = line.partition(b"\n")[0].partition(b" ")
+    kind, _, value = line.rstrip(b"\n").partition(b" ")
+    return kind, value
+
+
+async def _await_launch(
+    params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
+) -> int:
+    """Read the launcher's first report: the server's pid, or why it could not start."""
+    kind, value = await _read_report(status)
     if kind == b"ok" and value.isdigit():
         return int(value)
     if kind == b"err" and value.isdigit():

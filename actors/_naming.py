@@ -32,8 +32,10 @@ def valid_server_name(name: str) -> bool:
 
 
 def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:
-    """The name under which ``tool`` of ``server`` is offered to the model."""
-    plain = _UNSAFE.sub("_", f"{prefix}_{server}_{tool}")
+    """The name under which ``tool`` of ``server`` is offered to the model. Never fails."""
+    plain = f"{prefix}_{server}_{tool}"
+    if not (plain.isascii() and plain.isidentifier()):  # else there is nothing to replace
+        plain = _UNSAFE.sub("_", plain)
     if len(plain) <= MAX_NAME_LENGTH and (server + tool).isascii():
         return plain
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]

@@ -10,6 +10,10 @@ Every message carries the connection generation it comes from; a message from a 
 than the newest one seen for that server is dropped, so a slow ``tools/list`` answer from a dead
 connection can never overwrite the tools of the live one.
 
+Readers take snapshots (:meth:`Registry.snapshot`): immutable mappings that share the registry's
+per-server dicts, which the registry never changes once stored (each listing builds new ones), so
+a snapshot costs a few objects whatever the number of tools and no later change alters it.
+
 Names are decided here, over all servers at once, so the outcome never depends on the order in
 which servers connect or list their tools: when two tools map to one registered name, *both* are
 refused (and a refused tool comes back by itself when the other one goes away); a tool whose name
@@ -18,7 +22,8 @@ clashes with one of the host's built-in tools is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from itertools import chain
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -98,17 +103,95 @@ class ToolsChanged:
     refused: tuple[ToolRefusal, ...]
 
 
+@attrs.frozen(eq=False, repr=False)
+class _TableSnapshot(Mapping[str, RegisteredTool]):
+    """The tool table of several servers at one moment, as :meth:`Registry.snapshot` gives it: an
+    immutable mapping, registered name -> tool, servers in name order and each server's tools in
+    the order the server listed them.
+
+    It shares the registry's per-server dicts instead of copying them: the registry never changes
+    a dict once a snapshot may hold it (it builds a new one for every change), so a snapshot costs
+    one small tuple whatever the number of tools, and no later change alters it. No name is in two
+    parts (a name that two servers claim is registered for neither). A lookup tries each server's
+    dict in turn (the runtime's own lookups use :meth:`Registry.get`, one dict lookup); a missing
+    name raises ``KeyError``, as in a dict.
+    """
+
+    _parts: tuple[dict[str, RegisteredTool], ...]
+    _size: int
+
+    def __getitem__(self, name: str) -> RegisteredTool:
+        for part in self._parts:
+            entry = part.get(name)
+            if entry is not None:
+                return entry
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in part for part in self._parts)
+
+    def __iter__(self) -> Iterator[str]:
+        return chain.from_iterable(self._parts)
+
+    def __reversed__(self) -> Iterator[str]:
+        return chain.from_iterable(reversed(part.keys()) for part in reversed(self._parts))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def items(self) -> ItemsView[str, RegisteredTool]:
+        """(name, tool) pairs, in the mapping's order."""
+        return _SnapshotItems(self)
+
+    def values(self) -> ValuesView[RegisteredTool]:
+        """The tools, in the mapping's order."""
+        return _SnapshotValues(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.items())!r})"
+
+
+class _SnapshotItems(ItemsView[str, RegisteredTool]):
+    """``snapshot.items()``, iterated part by part (not by one lookup per name)."""
+
+    _mapping: _TableSnapshot
+
+    def __iter__(self) -> Iterator[tuple[str, RegisteredTool]]:
+        return chain.from_iterable(part.items() for part in self._mapping._parts)
+
+
+class _SnapshotValues(ValuesView[RegisteredTool]):
+    """``snapshot.values()``, iterated part by part (not by one lookup per name)."""
+
+    _mapping: _TableSnapshot
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return chain.from_iterable(part.values() for part in self._mapping._parts)
+
+
 @attrs.define(eq=False)
 class Registry:
-    """The tool table. Only :meth:`apply` changes it; readers take immutable snapshots."""
+    """The tool table. Only :meth:`apply` changes it; readers take immutable snapshots.
+
+    Each server's candidate dict (registered name -> entry, before cross-server collisions) is
+    built new on every listing and never changed afterwards, so snapshots can share it; the
+    name index ``_table`` (every registered name) is private and changed in place.
+    """
 
     builtin_names: frozenset[str] = frozenset()
-    #: server -> registered name -> candidate entry (before cross-server collisions)
+    #: server -> registered name -> candidate entry (before cross-server collisions); each dict
+    #: is immutable once stored (snapshots share it)
     _candidates: dict[str, dict[str, RegisteredTool]] = attrs.field(factory=dict, init=False)
+    #: server -> its registered entries (its candidates without the clashing names), for
+    #: snapshots; missing when it must be computed again
+    _parts: dict[str, dict[str, RegisteredTool]] = attrs.field(factory=dict, init=False)
+    #: server -> the server's name of a tool -> its registered name (the last listing's tools)
+    _names: dict[str, dict[str, str]] = attrs.field(factory=dict, init=False)
     #: registered name -> servers claiming it
     _claims: dict[str, set[str]] = attrs.field(factory=dict, init=False)
     _generation: dict[str, int] = attrs.field(factory=dict, init=False)
     _refused: dict[str, tuple[ToolRefusal, ...]] = attrs.field(factory=dict, init=False)
+    #: registered name -> entry, for every registered tool
     _table: dict[str, RegisteredTool] = attrs.field(factory=dict, init=False)
     #: registered name -> the server that last offered it (kept after a withdrawal)
     _last_owner: dict[str, str] = attrs.field(factory=dict, init=False)
@@ -124,12 +207,43 @@ class Registry:
         return self._version
 
     def snapshot(self) -> Mapping[str, RegisteredTool]:
-        """The current table, registered name -> tool. Immutable; cheap when nothing changed."""
+        """The current table, registered name -> tool: servers in name order, each server's tools
+        in the order it listed them. Immutable, and unchanged by later changes of the table.
+
+        It shares the registry's per-server dicts, which the registry never changes once stored
+        (a change builds new ones), so its cost grows with the number of servers, not of tools:
+        with tools of one server it is a read-only proxy of that server's dict, with several a
+        :class:`_TableSnapshot` over them. A second call with no :meth:`apply` in between returns
+        the same object. Never fails."""
         if self._snapshot is None:
-            self._snapshot = MappingProxyType(dict(self._table))
+            parts: list[dict[str, RegisteredTool]] = []
+            size = 0
+            for server in sorted(self._candidates):
+                part = self._parts.get(server)
+                if part is None:
+                    part = self._registered_part(server)
+                if part:
+                    parts.append(part)
+                    size += len(part)
+            if len(parts) > 1:
+                self._snapshot = _TableSnapshot(parts=tuple(parts), size=size)
+            else:  # one server (or none): its dict itself, read-only
+                self._snapshot = MappingProxyType(parts[0] if parts else {})
         return self._snapshot
 
+    def _registered_part(self, server: str) -> dict[str, RegisteredTool]:
+        """The registered entries of ``server`` (its candidates without the clashing names),
+        remembered until a change of the server's registered tools."""
+        candidates = self._candidates[server]
+        table = self._table
+        part = {name: entry for name, entry in candidates.items() if table.get(name) is entry}
+        if len(part) == len(candidates):
+            part = candidates  # all registered: share it (and let the next listing use _relist)
+        self._parts[server] = part
+        return part
+
     def get(self, name: str) -> RegisteredTool | None:
+        """The registered tool named ``name``, or None when there is none."""
         return self._table.get(name)
 
     def last_owner(self, name: str) -> str | None:
@@ -165,26 +279,59 @@ class Registry:
 
     def apply(self, msg: RegistryMsg) -> ToolsChanged | None:
         """Apply one message atomically. Returns the change, or None when nothing changed (or
-        the message came from an older connection generation and was dropped)."""
+        the message came from an older connection generation and was dropped). Never fails."""
         if msg.generation < self._generation.get(msg.server, -1):
             return None
         self._generation[msg.server] = msg.generation
         match msg:
             case ReplaceTools(server=server, generation=generation, tools=tools, refused=refused):
-                candidates, own_refusals = self._name(server, generation, tools)
+                named, own_refusals = self._name(server, tools)
                 self._refused[server] = refused + own_refusals
-                return self._set_candidates(server, candidates, own_refusals + refused)
+                return self._set_candidates(server, generation, named, own_refusals + refused)
             case WithdrawServer(server=server):
                 self._refused.pop(server, None)
-                return self._set_candidates(server, {}, ())
+                return self._set_candidates(server, msg.generation, {}, ())
 
     def _name(
-        self, server: str, generation: int, tools: Iterable[Tool]
-    ) -> tuple[dict[str, RegisteredTool], tuple[ToolRefusal, ...]]:
+        self, server: str, tools: tuple[Tool, ...]
+    ) -> tuple[dict[str, Tool], tuple[ToolRefusal, ...]]:
+        """Registered name -> tool for the tools that may register, in listing order, and the
+        refusals (names two of the server's tools map to, names of built-in tools)."""
+        cache = self._names.get(server, {})
+        builtin = self.builtin_names
+        named: dict[str, Tool] = {}
+        refusals: list[ToolRefusal] = []
+        builtin_named: list[tuple[str, str]] = []
+        missed = False
+        for tool in tools:
+            name = cache.get(tool.name)
+            if name is None:
+                name = registered_name(server, tool.name)
+                missed = True
+            if name in named:  # two tools, one name (rare): name them all the slow way
+                return self._name_with_duplicates(server, tools)
+            if name in builtin:
+                if any(name == seen for _, seen in builtin_named):
+                    return self._name_with_duplicates(server, tools)
+                refusals.append(_builtin_refusal(server, tool, name))
+                builtin_named.append((tool.name, name))
+            else:
+                named[name] = tool
+        if missed or len(tools) != len(cache):  # keep the names of this listing's tools only
+            names = {tool.name: name for name, tool in named.items()}
+            names.update(builtin_named)
+            self._names[server] = names
+        return named, tuple(refusals)
+
+    def _name_with_duplicates(
+        self, server: str, tools: tuple[Tool, ...]
+    ) -> tuple[dict[str, Tool], tuple[ToolRefusal, ...]]:
+        """:meth:`_name` when two tools map to one name: both are refused; the refusals come in
+        the order in which each name first appears."""
         by_name: dict[str, list[Tool]] = {}
         for tool in tools:
             by_name.setdefault(registered_name(server, tool.name), []).append(tool)
-        candidates: dict[str, RegisteredTool] = {}
+        named: dict[str, Tool] = {}
         refusals: list[ToolRefusal] = []
         for name, same in by_name.items():
             if len(same) > 1:
@@ -198,63 +345,115 @@ class Registry:
                     for t in same
                 )
             elif name in self.builtin_names:
-                refusals.append(
-                    ToolRefusal(
-                        server=server,
-                        tool=same[0].name,
-                        reason=f"{name!r} is the name of a built-in tool of the host",
-                    )
-                )
+                refusals.append(_builtin_refusal(server, same[0], name))
             else:
-                candidates[name] = RegisteredTool(
-                    name=name, server=server, tool=same[0], generation=generation
-                )
-        return candidates, tuple(refusals)
+                named[name] = same[0]
+        self._names[server] = {tool.name: name for name, tool in named.items()}
+        return named, tuple(refusals)
 
     def _set_candidates(
         self,
         server: str,
-        candidates: dict[str, RegisteredTool],
+        generation: int,
+        named: dict[str, Tool],
         refused: tuple[ToolRefusal, ...],
     ) -> ToolsChanged | None:
-        old = self._candidates.pop(server, {})
-        if candidates:
-            self._candidates[server] = candidates
-        for name in old.keys() - candidates.keys():
-            claimants = self._claims[name]
-            claimants.discard(server)
-            if not claimants:
-                del self._claims[name]
-        for name in candidates.keys() - old.keys():
-            self._claims.setdefault(name, set()).add(server)
+        """Make ``named`` the candidates of ``server`` and bring the table up to date.
 
+        One pass over the new candidates, and one over the old ones only when some are gone. An
+        entry whose tool and generation are unchanged is kept (the same object); each tool is
+        compared with its predecessor at most once."""
+        old = self._candidates.get(server, {})
+        if old and self._parts.get(server) is old and named.keys() == old.keys():
+            return self._relist(server, generation, named, old, refused)
+        claims = self._claims
+        table = self._table
+        candidates: dict[str, RegisteredTool] = {}
         added: list[str] = []
         removed: list[str] = []
         changed: list[str] = []
         updated = False
-        for name in old.keys() | candidates.keys():
-            claimants = self._claims.get(name, set())
-            before = self._table.get(name)
-            after = self._candidates[next(iter(claimants))][name] if len(claimants) == 1 else None
-            if after is None:
-                if before is not None:
-                    del self._table[name]
-                    removed.append(name)
-            elif before is None:
-                self._table[name] = after
-                self._last_owner[name] = after.server
-                added.append(name)
-            elif before.tool != after.tool:
-                self._table[name] = after
+        all_registered = True  # every candidate of ``server`` is in the table
+        touched: set[str] = set()  # other servers whose registered tools changed
+        kept = 0
+        for name, tool in named.items():
+            before = old.get(name)
+            if before is None:
+                entry = RegisteredTool(name=name, server=server, tool=tool, generation=generation)
+                candidates[name] = entry
+                claimants = claims.get(name)
+                if claimants is None:  # nobody else wants the name
+                    claims[name] = {server}
+                    table[name] = entry
+                    self._last_owner[name] = server
+                    added.append(name)
+                else:  # a clash: the other server's tool (if registered) leaves the table
+                    claimants.add(server)
+                    all_registered = False
+                    other = table.pop(name, None)
+                    if other is not None:
+                        removed.append(name)
+                        touched.add(other.server)
+                continue
+            kept += 1
+            same_tool = before.tool is tool or before.tool == tool
+            if same_tool and before.generation == generation:
+                candidates[name] = before
+                if len(claims[name]) > 1:
+                    all_registered = False
+                continue
+            entry = RegisteredTool(name=name, server=server, tool=tool, generation=generation)
+            candidates[name] = entry
+            if len(claims[name]) > 1:  # still a clash: not in the table either way
+                all_registered = False
+                continue
+            table[name] = entry
+            updated = True
+            if not same_tool:
                 changed.append(name)
-                updated = True
-            elif before.generation != after.generation:
-                self._table[name] = after
-                updated = True
+        if kept < len(old):
+            for name in old:
+                if name in candidates:
+                    continue
+                claimants = claims[name]
+                claimants.discard(server)
+                if not claimants:
+                    del claims[name]
+                    if table.pop(name, None) is not None:
+                        removed.append(name)
+                elif len(claimants) == 1:  # the clash is over: the other server's tool comes back
+                    (other_server,) = claimants
+                    table[name] = self._candidates[other_server][name]
+                    self._last_owner[name] = other_server
+                    added.append(name)
+                    touched.add(other_server)
+        if candidates:
+            self._candidates[server] = candidates
+            if all_registered:
+                self._parts[server] = candidates
+            else:
+                self._parts.pop(server, None)
+        else:
+            self._candidates.pop(server, None)
+            self._parts.pop(server, None)
+        for other_server in touched:
+            self._parts.pop(other_server, None)
+        self._snapshot = None  # even with no change: the server may have reordered its tools
+
         if not (added or removed or updated or refused):
             return None
+        return self._publish(server, added, removed, changed, refused)
+
+    def _publish(
+        self,
+        server: str,
+        added: Sequence[str],
+        removed: Sequence[str],
+        changed: Sequence[str],
+        refused: tuple[ToolRefusal, ...],
+    ) -> ToolsChanged:
+        """Count a change of the table: a new version, waiters woken, the event returned."""
         self._version += 1
-        self._snapshot = None
         self._changed.set()
         self._changed = trio.Event()
         return ToolsChanged(
@@ -266,9 +465,49 @@ class Registry:
             refused=refused,
         )
 
+    def _relist(
+        self,
+        server: str,
+        generation: int,
+        named: dict[str, Tool],
+        old: dict[str, RegisteredTool],
+        refused: tuple[ToolRefusal, ...],
+    ) -> ToolsChanged | None:
+        """:meth:`_set_candidates` when ``server`` lists the same names as last time and none of
+        them clashes: no claim changes, every candidate stays registered."""
+        candidates: dict[str, RegisteredTool] = {}
+        changed: list[str] = []
+        fresh = 0
+        for name, tool in named.items():
+            before = old[name]
+            if before.tool is tool or before.tool == tool:
+                if before.generation == generation:
+                    candidates[name] = before
+                    continue
+            else:
+                changed.append(name)
+            candidates[name] = RegisteredTool(
+                name=name, server=server, tool=tool, generation=generation
+            )
+            fresh += 1
+        self._candidates[server] = self._parts[server] = candidates
+        self._snapshot = None  # even with no change: the server may have reordered its tools
+        if fresh:
+            self._table.update(candidates)
+        elif not refused:
+            return None
+        return self._publish(server, (), (), changed, refused)
+
     def _clash_reason(self, entry: RegisteredTool) -> str:
         others = sorted(self._claims.get(entry.name, set()) - {entry.server})
         rivals = ", ".join(
             f"{self._candidates[s][entry.name].wire_name!r} of server {s!r}" for s in others
         )
         return f"maps to {entry.name!r} like tool {rivals}; both refused"
+
+
+def _builtin_refusal(server: str, tool: Tool, name: str) -> ToolRefusal:
+    """The refusal of ``tool``, whose registered name ``name`` is a built-in tool's."""
+    return ToolRefusal(
+        server=server, tool=tool.name, reason=f"{name!r} is the name of a built-in tool of the host"
+    )

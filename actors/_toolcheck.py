@@ -218,15 +218,49 @@ def scan_text(text: str, *, where: str = "text") -> Finding | None:
     ``where`` names the text in the finding. Never raises; the time taken is linear in the length
     of ``text`` (bound the length before calling on text from an untrusted source).
     """
+    hit = _first_match(text)
+    return None if hit is None else _finding(text, hit, where)
+
+
+#: Short texts known to match no pattern (schema keywords, type names and property names come
+#: back in every tool of a listing). Only a clean result is remembered, for the exact text, so
+#: the answer is the one the patterns give; the set is emptied when full.
+_CLEAN: Final[set[str]] = set()
+_CLEAN_MAX_CHARS: Final = 64
+_CLEAN_MAX_SIZE: Final = 8192
+#: The one pattern that looks for characters, not words: it cannot match printable ASCII.
+_HIDDEN: Final = next(p for p in PATTERNS if p.rule == "hidden_characters")
+
+
+def _first_match(text: str) -> tuple[InjectionPattern, re.Match[str]] | None:
+    """The first pattern that matches ``text`` and its match, or None. The same answer as
+    trying every pattern in order, with two shortcuts: a short text found clean before is not
+    scanned again, and :data:`_HIDDEN` is not tried on printable ASCII text (every character it
+    looks for is a control character or outside ASCII)."""
+    if text in _CLEAN:
+        return None
+    plain = text.isascii() and text.isprintable()
     for pattern in PATTERNS:
+        if pattern is _HIDDEN and plain:
+            continue
         match = pattern.regex.search(text)
         if match is not None:
-            start = max(0, match.start() - _EXCERPT_RADIUS)
-            end = min(len(text), match.end() + _EXCERPT_RADIUS)
-            excerpt = _visible(text[start:end])
-            excerpt = ("..." if start else "") + excerpt + ("..." if end < len(text) else "")
-            return Finding(rule=pattern.rule, where=where, excerpt=excerpt, reason=pattern.reason)
+            return pattern, match
+    if len(text) <= _CLEAN_MAX_CHARS:
+        if len(_CLEAN) >= _CLEAN_MAX_SIZE:
+            _CLEAN.clear()
+        _CLEAN.add(text)
     return None
+
+
+def _finding(text: str, hit: tuple[InjectionPattern, re.Match[str]], where: str) -> Finding:
+    """The finding for ``hit`` (from :func:`_first_match`) in ``text``, found at ``where``."""
+    pattern, match = hit
+    start = max(0, match.start() - _EXCERPT_RADIUS)
+    end = min(len(text), match.end() + _EXCERPT_RADIUS)
+    excerpt = _visible(text[start:end])
+    excerpt = ("..." if start else "") + excerpt + ("..." if end < len(text) else "")
+    return Finding(rule=pattern.rule, where=where, excerpt=excerpt, reason=pattern.reason)
 
 
 # --------------------------------------------------------------------------- schema walk
@@ -381,8 +415,9 @@ class _Walk:
                 self._text(value, path)
             elif ctx == "map" and isinstance(value, dict):
                 for key, sub in value.items():
-                    self._text(key, f"{_child(path, key)} (the name)")
-                    children.append((sub, _child(path, key), level + 1, "schema"))
+                    child = _child(path, key)
+                    self._text(key, child, " (the name)")
+                    children.append((sub, child, level + 1, "schema"))
             elif ctx == "list" and isinstance(value, list):
                 children.extend(
                     (sub, f"{path}[{index}]", level + 1, "schema")
@@ -390,7 +425,7 @@ class _Walk:
                 )
             elif isinstance(value, dict):
                 for key, sub in value.items():
-                    self._text(key, f"{path} (a key)")
+                    self._text(key, path, " (a key)")
                     children.append((sub, _child(path, key), level + 1, "data"))
             elif isinstance(value, list):
                 children.extend(
@@ -398,18 +433,19 @@ class _Walk:
                 )
             stack.extend(reversed(children))
 
-    def _text(self, text: str, path: str) -> None:
+    def _text(self, text: str, path: str, suffix: str = "") -> None:
+        """Count and scan ``text``, found at ``path + suffix`` (joined only when needed)."""
         self.chars += len(text)
         if self.chars > self.budget.max_string_chars:
             raise _Exceeded(
                 "max_string_chars",
                 f"more than {self.budget.max_string_chars:,} characters of text",
-                path,
+                path + suffix,
             )
         if len(self.findings) < _MAX_FINDINGS:
-            finding = scan_text(text, where=_short(path))
-            if finding is not None:
-                self.findings.append(finding)
+            hit = _first_match(text)
+            if hit is not None:
+                self.findings.append(_finding(text, hit, _short(path + suffix)))
 
     def _schema(
         self, value: Any, path: str, level: int, children: list[tuple[Any, str, int, _Ctx]]
@@ -446,8 +482,8 @@ class _Walk:
         if path != "$" and "$id" in value:
             self.nested_id = True
         for key, sub in value.items():
-            self._text(key, f"{_child(path, key)} (a key)")
             where = _child(path, key)
+            self._text(key, where, " (a key)")
             if key in _SCHEMA_MAPS:
                 if isinstance(sub, dict):
                     if key in _PROPERTY_MAPS:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trio_mcp.actors._naming import registered_name, valid_server_name
 
@@ -42,3 +45,34 @@ def test_names_differing_only_in_replaced_characters_collide_when_short() -> Non
 )
 def test_server_names(name: str, ok: bool) -> None:
     assert valid_server_name(name) is ok
+
+
+def regex_registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:
+    """The name as the first version computed it: a regular expression on every name."""
+    plain = re.sub(r"[^A-Za-z0-9_]", "_", f"{prefix}_{server}_{tool}")
+    if len(plain) <= 64 and (server + tool).isascii():
+        return plain
+    digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
+    return f"{plain[:55]}_{digest}"
+
+
+# Mostly characters near the ones that matter: letters, digits, "_", "-", ".", " ", non-ASCII
+# letters and digits (which str.isidentifier accepts and the name must not keep).
+name_text = st.text(alphabet=st.sampled_from("aZ09_-. /éß٣𝟘ﬁ\u200b"), max_size=70) | st.text(
+    max_size=70
+)
+
+
+@given(name_text, name_text, st.sampled_from(["mcp", "x", "", "1a", "é"]))
+def test_registered_name_is_the_name_the_regular_expression_gives(
+    server: str, tool: str, prefix: str
+) -> None:
+    assert registered_name(server, tool, prefix=prefix) == regex_registered_name(
+        server, tool, prefix=prefix
+    )
+
+
+def test_names_that_need_no_replacement_are_kept_as_they_are() -> None:
+    assert registered_name("s", "read_file_2") == "mcp_s_read_file_2"
+    assert registered_name("s", "if") == "mcp_s_if"  # a keyword is still a plain name
+    assert registered_name("9", "x", prefix="") == "_9_x"

@@ -13,7 +13,10 @@ How messages move
   :meth:`~HttpTransport.send` returns as soon as the task has it (waiting only when
   ``max_in_flight`` answers are already awaited). The server answers with one JSON body or with
   an SSE stream (events with empty data, such as priming events, and comments are skipped), and
-  every message of the answer goes to the one receive queue.
+  every message of the answer goes to the one receive queue. Once an SSE answer holds every
+  response it was waiting for, it is read no further, except that its end (which the server
+  sends right after the response) is waited for briefly, so that the connection serves the next
+  request instead of being closed; the same goes for the empty body of a 202.
 - A *notification* or a *response* is POSTed in ``send`` itself, which returns once the server
   accepted it (202), so the server sees them in order (``notifications/initialized`` before the
   first request). A refused one is logged as a warning; nobody waits for it.
@@ -99,15 +102,16 @@ from ._http_base import (
     consume,
     content_type,
     describe_outgoing,
+    discard_body,
     display_url,
     host_tasks,
+    log_request,
     make_client,
     map_http_errors,
     open_stream,
     parse_events,
     read_body,
     read_excerpt,
-    redacted_headers,
     status_error,
 )
 from ._sse_client import LegacyConnection
@@ -165,6 +169,7 @@ class HttpTransport(HttpTransportBase):
     """
 
     _url: httpx.URL = attrs.field(init=False)
+    _where: str = attrs.field(init=False)  # display_url(_url), for messages
     _session_id: str | None = attrs.field(default=None, init=False)
     _may_fall_back: bool = attrs.field(default=True, init=False)
     _falling_back: trio.Event | None = attrs.field(default=None, init=False)
@@ -183,6 +188,7 @@ class HttpTransport(HttpTransportBase):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self._url = httpx.URL(self._params.url)
+        self._where = display_url(self._url)
         self._may_fall_back = self._params.legacy_fallback
         self._slots = trio.Semaphore(self._params.max_in_flight)
 
@@ -192,7 +198,7 @@ class HttpTransport(HttpTransportBase):
     def info(self) -> TransportInfo:
         """``http`` and the URL (without query or user information); ``(legacy HTTP+SSE)`` is
         added once the transport fell back to that transport."""
-        detail = display_url(self._url)
+        detail = self._where
         if self._legacy is not None:
             detail += " (legacy HTTP+SSE)"
         return TransportInfo(kind="http", detail=detail)
@@ -309,7 +315,7 @@ class HttpTransport(HttpTransportBase):
         what = f"POST {out.label} to {self.info.detail}"
         headers = self._headers(accept=ACCEPT_POST, json_body=True, session_id=session_id)
         self._posts += 1
-        logger.debug("%s (headers %s)", what, redacted_headers(headers))
+        log_request(what, headers)
         error: HttpStatusError | None = None
         try:
             with map_http_errors(what):
@@ -321,7 +327,9 @@ class HttpTransport(HttpTransportBase):
                     headers=headers,
                     timeout=ack_timeout(self._params),
                 ) as response:
-                    if not response.is_success:
+                    if response.is_success:
+                        await discard_body(response)
+                    else:
                         error = status_error(what, response, await read_excerpt(response))
         except ConnectError as exc:
             fatal = self._unreachable(exc)
@@ -374,7 +382,7 @@ class HttpTransport(HttpTransportBase):
         what = f"POST {out.label} to {self.info.detail}"
         headers = self._headers(accept=ACCEPT_POST, json_body=True, session_id=stream.session_id)
         self._posts += 1
-        logger.debug("%s (headers %s)", what, redacted_headers(headers))
+        log_request(what, headers)
         reason = "the server ended the stream"
         try:
             with map_http_errors(what):
@@ -417,6 +425,7 @@ class HttpTransport(HttpTransportBase):
             # Accepted without an answer in the body: it may come on the GET stream.
             logger.debug("%s: accepted without an answer in its body", what)
             stream.ids.clear()
+            await discard_body(response)
             return False
         if kind == "application/json":
             try:
@@ -504,7 +513,9 @@ class HttpTransport(HttpTransportBase):
             return bool(stream.ids)
 
         try:
-            await consume(response, take)
+            # Once the responses arrived, the end of the stream (which the server sends right
+            # after them) is waited for briefly, so that the connection is reused.
+            await consume(response, take, finish=True)
         finally:
             parser.feed_eof()
 
@@ -542,7 +553,7 @@ class HttpTransport(HttpTransportBase):
             )
             self._gets += 1
             self._resumptions += 1
-            logger.debug("%s (headers %s)", what, redacted_headers(headers))
+            log_request(what, headers)
             try:
                 with map_http_errors(what):
                     async with open_stream(
@@ -597,7 +608,7 @@ class HttpTransport(HttpTransportBase):
                 )
                 self._gets += 1
                 self._get_state = "connecting"
-                logger.debug("GET %s (headers %s)", self.info.detail, redacted_headers(headers))
+                log_request(f"GET {self.info.detail}", headers)
                 error: HttpStatusError | None = None
                 try:
                     with map_http_errors(what):
@@ -760,7 +771,7 @@ class HttpTransport(HttpTransportBase):
         headers = self._headers(accept=ACCEPT_POST, session_id=session_id)
         what = f"DELETE {self.info.detail}"
         self._deletes += 1
-        logger.debug("%s (headers %s)", what, redacted_headers(headers))
+        log_request(what, headers)
         with trio.move_on_after(self._params.close_timeout) as timer:
             try:
                 with map_http_errors(what):

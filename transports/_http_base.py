@@ -80,6 +80,11 @@ _EXCERPT_CHARS: Final = 300
 _CLIENT_CLOSE_BUDGET: Final = 1.0
 #: A bound on closing one response (and unwinding httpx's iterators over its body).
 _UNWIND_BUDGET: Final = 1.0
+#: When a response body is no longer needed (the answers it carried arrived, or it is the empty
+#: body of a 202), its rest is read for at most this long and at most ``_EXCERPT_BYTES``, so that
+#: a body that ends there leaves its connection to the pool: closing a response before its end
+#: closes the connection, and the next request pays for a new one.
+_FINISH_BUDGET: Final = 0.05
 
 #: ``callback(request_id, error, sent)``: the request ``request_id`` failed with ``error``;
 #: ``sent`` says whether it may have reached the server. Synchronous; must not block.
@@ -105,6 +110,13 @@ def looks_secret_header(name: str) -> bool:
 def redacted_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]:
     """A copy of ``headers`` that is safe to log: values of secret-looking headers are ``***``."""
     return {name: "***" if looks_secret_header(name) else value for name, value in headers.items()}
+
+
+def log_request(what: str, headers: httpx.Headers) -> None:
+    """Log at debug level that ``what`` is sent with ``headers`` (redacted); the redacted copy is
+    made only when debug logging is on."""
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s (headers %s)", what, redacted_headers(headers))
 
 
 def display_url(url: httpx.URL | str) -> str:
@@ -188,31 +200,84 @@ async def open_stream(
     try:
         yield response
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(_UNWIND_BUDGET):
-            await response.aclose()
+        if not response.is_closed:  # usually it is: reading a body to its end closes it
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + _UNWIND_BUDGET):
+                await response.aclose()
 
 
-async def consume(response: httpx.Response, take: Callable[[bytes], Awaitable[bool]]) -> bool:
+async def consume(
+    response: httpx.Response, take: Callable[[bytes], Awaitable[bool]], *, finish: bool = False
+) -> bool:
     """Pass each chunk of ``response``'s body to ``take`` until it returns False or the body
     ends; return False when ``take`` stopped it. httpx's errors (and ``take``'s) pass through.
+
+    ``finish``: when ``take`` stops the loop, the rest of the body is read and dropped as
+    :func:`discard_body` does (briefly, never raising), so that the connection can be reused.
 
     However the loop ends (``take`` stopped it, raised, or the task was cancelled), the response
     is closed and httpx's chain of async generators is driven to its end, shielded and bounded:
     left suspended, they would be finalized by the garbage collector, which trio reports.
     """
     chunks = response.aiter_bytes()
+    ended = False
     try:
         async for chunk in chunks:
             if not await take(chunk):
+                if finish:
+                    ended = await _read_rest(chunks)
                 return False
+        ended = True
         return True
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(_UNWIND_BUDGET):
-            await response.aclose()
-            # What httpx had buffered still comes out; then the closed stream raises.
-            with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
-                while True:
-                    await chunks.__anext__()
+        await _close_body(response, chunks, ended)
+
+
+async def discard_body(response: httpx.Response) -> bool:
+    """Read and drop the body of a response whose content is not needed (the empty body of a
+    202, the rest of an SSE stream after its answers), then close the response.
+
+    Reads for at most ``_FINISH_BUDGET`` seconds and at most ``_EXCERPT_BYTES`` bytes: a body
+    that ends within them leaves its connection to the pool for the next request; one that does
+    not is cut (its connection is closed, as closing an unread response does). Returns whether
+    the body ended. Never raises but for a cancellation: httpx's errors mean the body did not
+    end.
+    """
+    chunks = response.aiter_bytes()
+    ended = False
+    try:
+        ended = await _read_rest(chunks)
+        return ended
+    finally:
+        await _close_body(response, chunks, ended)
+
+
+async def _read_rest(chunks: AsyncIterator[bytes]) -> bool:
+    """Drop what is left of a body (see :func:`discard_body`); True when it ended."""
+    left = _EXCERPT_BYTES
+    with (
+        trio.move_on_after(_FINISH_BUDGET),
+        contextlib.suppress(httpx.HTTPError, httpx.StreamError),
+    ):
+        async for chunk in chunks:
+            left -= len(chunk)
+            if left < 0:
+                return False
+        return True
+    return False
+
+
+async def _close_body(response: httpx.Response, chunks: AsyncIterator[bytes], ended: bool) -> None:
+    """Close ``response`` and drive ``chunks`` (its body's iterator) to its end, shielded and
+    bounded (see :func:`consume`). ``ended``: ``chunks`` was iterated to its end, so httpx has
+    closed the response already and nothing is left to do (the common case, kept cheap)."""
+    if ended and response.is_closed:
+        return
+    with trio.CancelScope(shield=True, deadline=trio.current_time() + _UNWIND_BUDGET):
+        await response.aclose()
+        # What httpx had buffered still comes out; then the closed stream raises.
+        with contextlib.suppress(StopAsyncIteration, httpx.HTTPError, httpx.StreamError):
+            while True:
+                await chunks.__anext__()
 
 
 async def read_excerpt(response: httpx.Response) -> str:

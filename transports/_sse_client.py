@@ -59,15 +59,16 @@ from ._http_base import (
     consume,
     content_type,
     describe_outgoing,
+    discard_body,
     display_url,
     host_tasks,
+    log_request,
     make_client,
     map_http_errors,
     open_stream,
     parse_events,
     read_body,
     read_excerpt,
-    redacted_headers,
     status_error,
 )
 
@@ -140,7 +141,7 @@ class LegacyConnection:
 
         try:
             headers = host._headers(accept=ACCEPT_SSE)
-            logger.debug("GET %s (HTTP+SSE; headers %s)", where, redacted_headers(headers))
+            log_request(f"GET {where} (HTTP+SSE)", headers)
             host._gets += 1
             with map_http_errors(f"GET {where} (HTTP+SSE)"):
                 async with open_stream(
@@ -221,7 +222,7 @@ class LegacyConnection:
         what = f"POST {out.label} to {display_url(self.endpoint)}"
         headers = host._headers(accept=ACCEPT_POST, json_body=True)
         host._posts += 1
-        logger.debug("%s (HTTP+SSE; headers %s)", what, redacted_headers(headers))
+        log_request(f"{what} (HTTP+SSE)", headers)
         try:
             with map_http_errors(what):
                 async with open_stream(
@@ -255,6 +256,7 @@ class LegacyConnection:
 
     async def _read_accepted(self, response: httpx.Response, out: Outgoing) -> None:
         if content_type(response) != "application/json":
+            await discard_body(response)  # "Accepted", or nothing
             return
         what = f"the server's answer to {out.label}"
         body = await read_body(response, self.host._params.max_frame_bytes, what)

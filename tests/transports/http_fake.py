@@ -34,13 +34,15 @@ class ClientGone(Exception):
 
 @attrs.define
 class HttpRequest:
-    """One request the server received. Header names are lower case."""
+    """One request the server received. Header names are lower case. ``connection`` numbers the
+    TCP connection it came on (1 for the server's first), to tell whether a client reused one."""
 
     method: str
     target: str
     headers: dict[str, str]
     body: bytes
     at: float
+    connection: int = 0
 
     @property
     def path(self) -> str:
@@ -193,6 +195,8 @@ class HttpServer:
     _nursery: trio.Nursery
     port: int = 0
     requests: list[HttpRequest] = attrs.field(factory=list)
+    #: How many TCP connections were accepted.
+    connections: int = 0
     _scope: trio.CancelScope | None = None
 
     @property
@@ -227,11 +231,14 @@ class HttpServer:
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
+        self.connections += 1
+        number = self.connections
         try:
             while True:
                 request = await _read_request(conn, stream)
                 if request is None:
                     return
+                request.connection = number
                 self.requests.append(request)
                 reply = Reply(conn, stream)
                 try:
@@ -346,9 +353,17 @@ class FakeStream:
                 await reply.end()
         self._released.set()
 
-    async def attach(self, reply: Reply, after: str | None, *, prime: bool = False) -> None:
+    async def attach(
+        self,
+        reply: Reply,
+        after: str | None,
+        *,
+        prime: bool = False,
+        on_attached: Callable[[], None] | None = None,
+    ) -> None:
         """Serve the stream on ``reply`` (a priming event first if asked), from the event after
-        ``after``, until it is done or dropped."""
+        ``after``, until it is done or dropped. ``on_attached`` is called once what was kept is
+        replayed and new events go to ``reply`` directly."""
         index = 0
         if after is not None:
             ids = [event_id for event_id, _ in self.events]
@@ -367,6 +382,8 @@ class FakeStream:
             if data:
                 await reply.write(sse_event(data, id=event_id if self.with_ids else None))
         self.reply = reply
+        if on_attached is not None:
+            on_attached()
         if self.done:
             await self.finish()
             return
@@ -588,10 +605,15 @@ class FakeMcpHttp:
             key=f"g{next(self._counter)}", retry_ms=self.retry_ms, with_ids=self.event_ids
         )
         self.streams[stream.key] = stream
-        self.get_streams.append(stream)
+
+        def attached() -> None:
+            # Listed only once attached: a message pushed before would be kept, and then
+            # skipped by the replay that follows the priming event.
+            self.get_streams.append(stream)
+            self._notify()
+
         await reply.start()
-        self._notify()
-        await stream.attach(reply, None, prime=self.priming)
+        await stream.attach(reply, None, prime=self.priming, on_attached=attached)
 
     async def _delete(self, request: HttpRequest, reply: Reply) -> None:
         session = request.header("mcp-session-id")

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from tests.transports.http_fake import (
+    ClientGone,
     FakeMcpHttp,
     FakeStream,
     HttpRequest,
@@ -484,6 +485,130 @@ async def test_without_a_failure_handler_a_request_failure_ends_the_connection()
         )
         with pytest.raises(TransportClosed, match=r"^the connection ended: "):
             await t.send(request(3, "ping"))
+
+
+# --------------------------------------------------------------------------- connection reuse
+
+
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_answers_and_accepted_posts_leave_their_connection_for_the_next_request(
+    json_response: bool,
+) -> None:
+    # An SSE answer is read to its end once its response arrived (the server ends the stream
+    # right after it), and the empty body of a 202 is read too, so one connection serves all.
+    async with fake_server(json_response=json_response) as (_, server):
+        async with open_http_transport(params(server)) as t:
+            failures = record_failures(t)
+            with trio.fail_after(BOUND):
+                # The handshake by hand, each message once the one before is done with (and
+                # without the GET stream, which would take a connection of its own).
+                await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+                assert (await receive_json(t))["id"] == 1
+                await eventually(lambda: t.statistics().in_flight == 0)
+                await t.send(notification("notifications/initialized"))
+                for rid in range(2, 6):
+                    await t.send(call(rid, "echo", text=str(rid)))
+                    assert await receive_json(t) == response(rid, text_result(str(rid)))
+                    await eventually(lambda: t.statistics().in_flight == 0)
+            assert failures == []
+        posts = server.by_method("POST")
+        assert [r.json()["method"] for r in posts] == [
+            "initialize",
+            "notifications/initialized",
+            *["tools/call"] * 4,
+        ]
+        assert [r.connection for r in posts] == [1] * 6
+        assert server.connections == 1
+
+
+async def test_a_stream_left_open_after_its_answer_is_cut_after_a_moment() -> None:
+    cut = trio.Event()
+
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        rid = request.json()["id"]
+        await reply.start()
+        await reply.event(json.dumps(response(rid)), id=f"e{rid}")
+        try:
+            while True:  # never ends the stream; keep-alive comments until the client is gone
+                await trio.sleep(0.01)
+                await reply.write(b": ping\n\n")
+        except ClientGone:
+            cut.set()
+            raise
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "ping"))
+            assert await receive_json(t) == response(1)
+            answered = trio.current_time()
+            await eventually(lambda: t.statistics().in_flight == 0)
+            assert trio.current_time() - answered < 1.0
+            await cut.wait()
+            await t.send(request(2, "ping"))
+            assert await receive_json(t) == response(2)
+        assert failures == []
+        assert t.statistics().resumptions == 0
+        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+
+
+async def test_more_than_a_few_kib_after_the_answer_is_not_read() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        rid = request.json()["id"]
+        await reply.start()
+        await reply.event(json.dumps(response(rid)), id=f"e{rid}")
+        for _ in range(16):  # 16 chunks of 1 KiB of comments, then the end
+            await reply.write(b":" + b"x" * 1022 + b"\n")
+        await reply.write(b"\n")
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            for rid in (1, 2):
+                await t.send(request(rid, "ping"))
+                assert await receive_json(t) == response(rid)
+                await eventually(lambda: t.statistics().in_flight == 0)
+        assert failures == []
+        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+
+
+async def test_a_connection_broken_after_the_answer_is_no_failure() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        rid = request.json()["id"]
+        await reply.start()
+        await reply.event(json.dumps(response(rid)), id=f"e{rid}", retry=10)
+        await reply.abort()
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "ping"))
+            assert await receive_json(t) == response(1)
+            await eventually(lambda: t.statistics().in_flight == 0)
+            await t.send(request(2, "ping"))
+            assert await receive_json(t) == response(2)
+        assert failures == []
+        stats = t.statistics()
+        assert (stats.resumptions, stats.gets) == (0, 0)
+        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+
+
+async def test_an_answer_accepted_without_a_body_reuses_the_connection() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.json()["id"] == 1:
+            await reply.send(202)  # the answer may come on the GET stream
+        else:
+            await reply.json(response(2))
+
+    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
+        failures = record_failures(t)
+        with trio.fail_after(BOUND):
+            await t.send(request(1, "ping"))
+            await eventually(lambda: len(server.requests) == 1 and t.statistics().in_flight == 0)
+            await t.send(request(2, "ping"))
+            assert await receive_json(t) == response(2)
+        assert failures == []
+        assert [r.connection for r in server.by_method("POST")] == [1, 1]
 
 
 # --------------------------------------------------------------------------- the GET stream

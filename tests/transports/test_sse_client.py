@@ -135,6 +135,21 @@ async def test_the_endpoint_event_is_followed_in_every_spelling(endpoint: str) -
         assert fake.methods() == ["initialize", "notifications/initialized", "tools/call"]
 
 
+async def test_posts_share_one_connection_beside_the_event_stream() -> None:
+    # The server's 202 "Accepted" body is read, so the connection serves the next POST.
+    async with legacy_server() as (_, server), open_sse_transport(params(server)) as t:
+        with trio.fail_after(BOUND):
+            await t.send(INITIALIZE)
+            assert (await receive_json(t))["id"] == 1
+            for rid in (2, 3, 4):
+                await t.send(request(rid, "ping"))
+                assert (await receive_json(t))["id"] == rid
+    (get,) = server.by_method("GET")
+    assert get.connection == 1
+    assert [post.connection for post in server.by_method("POST")] == [2, 2, 2, 2]
+    assert server.connections == 2
+
+
 async def test_messages_before_the_endpoint_and_batches_are_delivered() -> None:
     note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": 0}}
     preamble = sse_event(json.dumps(note)) + b": a comment\n\n" + sse_event("x", event="other")

@@ -706,7 +706,7 @@ class Session:
         nursery has closed. Otherwise, after each frame this task takes every frame the
         transport has ready (``receive_nowait``, when it has it) before it waits again: one
         pass through the scheduler for a batch of answers instead of one per answer."""
-        set_frame_handler: Callable[[Callable[[bytes], None] | None], None] | None = getattr(
+        set_frame_handler: Callable[..., None] | None = getattr(
             self.transport, "set_frame_handler", None
         )
         receive_nowait: Callable[[], bytes | None] | None = getattr(
@@ -714,7 +714,7 @@ class Session:
         )
         try:
             if set_frame_handler is not None:
-                set_frame_handler(self._on_pushed_frame)
+                set_frame_handler(self._on_pushed_frame, self._on_transport_end)
             while True:
                 try:
                     frame = await self.transport.receive()
@@ -725,15 +725,18 @@ class Session:
                 if receive_nowait is not None:
                     while (ready := receive_nowait()) is not None:
                         self._handle_frame(ready)
-        except TransportClosed as exc:
-            self.lose(str(exc) or "the server closed the connection")
-            raise
         except (TransportError, RemoteProtocolError) as exc:
-            self.lose(f"{type(exc).__name__}: {exc}")
+            self.lose(_loss_reason(exc))
             raise
         finally:
             if set_frame_handler is not None:
                 set_frame_handler(None)
+
+    def _on_transport_end(self, error: McpError) -> None:
+        """The transport says, from its own task, that the connection has ended (after the last
+        frame): fail every waiting call now, without waiting for this session's reader task
+        to be scheduled (it then ends with the same error). Sync."""
+        self.lose(_loss_reason(error))
 
     def _on_pushed_frame(self, frame: bytes) -> None:
         """A frame the transport hands over from its own reader task (``set_frame_handler``):
@@ -1048,6 +1051,13 @@ class Session:
         if not isinstance(answer, Mapping):
             raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
         return answer
+
+
+def _loss_reason(error: McpError) -> str:
+    """Why a connection ended, for the waiting calls and the supervisor."""
+    if isinstance(error, TransportClosed):
+        return str(error) or "the server closed the connection"
+    return f"{type(error).__name__}: {error}"
 
 
 def _live(entry: tuple[float, int, Waiter]) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -29,6 +29,7 @@ from ..protocol._errors import (
     ConnectError,
     ConnectTimeout,
     McpError,
+    ServerDisconnected,
     ServerUnavailable,
 )
 from ..transports._base import Transport
@@ -80,10 +81,20 @@ class ServerStatus:
 
 
 def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
-    first: BaseException = group.exceptions[0]
-    if isinstance(first, BaseExceptionGroup):
-        return _first_error(first)
-    return first
+    """The error that says best why a connection attempt failed: the first that is not a
+    :class:`ServerDisconnected` (a request failing *because* the connection ended, such as the
+    handshake's, which may come out before the transport's own error or after it), else the
+    first."""
+    leaves = list(_leaves(group))
+    return next((e for e in leaves if not isinstance(e, ServerDisconnected)), leaves[0])
+
+
+def _leaves(group: BaseExceptionGroup[Any]) -> Iterator[BaseException]:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
 
 
 @attrs.define(eq=False)

@@ -437,6 +437,13 @@ class StdioTransport:
     _room: trio.Event = attrs.Factory(trio.Event)
     #: Set by :meth:`set_frame_handler`: frames go to it instead of the queue.
     _frame_handler: Callable[[bytes], None] | None = None
+    #: Set by :meth:`set_frame_handler`: told synchronously how the connection ended.
+    _end_handler: Callable[[McpError], None] | None = None
+    #: stdout has ended (every frame is queued or handed over).
+    _stdout_ended: bool = False
+    #: Set once ``_end_message`` is known after stdout ended with the exit status.
+    _end_known: trio.Event = attrs.Factory(trio.Event)
+    _end_told: bool = False
     _signals_sent: list[str] = attrs.Factory(list)
 
     # ------------------------------------------------------------------ public API
@@ -598,21 +605,31 @@ class StdioTransport:
         self._taken(frame)
         return frame
 
-    def set_frame_handler(self, handler: Callable[[bytes], None] | None) -> None:
+    def set_frame_handler(
+        self,
+        handler: Callable[[bytes], None] | None,
+        on_end: Callable[[McpError], None] | None = None,
+    ) -> None:
         """Deliver every frame from now on by calling ``handler(frame)`` from the transport's
         reader task, in order, as soon as it is read, instead of queueing it for
         :meth:`receive` (the task that would call ``receive`` is then not woken for every
         frame). Frames queued already are handed over first, here. ``None`` goes back to
         queueing.
 
-        ``handler`` must be synchronous and quick; an exception it raises ends the reader and
-        comes out of :func:`open_stdio_transport`. :meth:`receive` still reports the end of
-        the connection (:class:`TransportClosed`, :class:`FrameTooLarge`) once every frame
-        has been handed over."""
+        ``on_end(error)`` is called once, synchronously, from whichever of the transport's
+        tasks learns last why the connection ended, after the last frame: ``error`` is what
+        :meth:`receive` raises (:class:`TransportClosed` with the exit status and the last
+        stderr lines, or :class:`FrameTooLarge`). If the connection has ended already it is
+        not called; :meth:`receive` says so.
+
+        Both must be synchronous and quick; an exception they raise ends the transport's task
+        and comes out of :func:`open_stdio_transport`. :meth:`receive` still reports the end
+        of the connection once every frame has been handed over."""
         if handler is not None:
             while (frame := self.receive_nowait()) is not None:
                 handler(frame)
         self._frame_handler = handler
+        self._end_handler = on_end
 
     def _taken(self, frame: bytes) -> None:
         self._frames_received += 1
@@ -784,6 +801,7 @@ class StdioTransport:
                     return  # aclose() closed the queue: nobody receives any more
                 except TransportClosed as exc:
                     self._end_message = str(exc)
+                self._ended()
         finally:
             with trio.CancelScope(shield=True):
                 await self._stdout.aclose()
@@ -814,11 +832,45 @@ class StdioTransport:
         last = framer.feed_eof()
         if last is not None:
             self._queue(last)
-        with trio.move_on_after(_END_REPORT_WAIT):
-            await self._exited.wait()
-            await self._stderr_done.wait()
-        self._end_message = self._describe_end()
         logger.debug("%s closed its stdout", self._name)
+        self._stdout_ended = True
+        self._finish_if_ready()
+        if self._end_message is None:
+            # Wait a little for the exit status and the last stderr lines, so that the end can
+            # say why; whichever task learns the last of them ends the connection at once.
+            with trio.move_on_after(_END_REPORT_WAIT):
+                await self._end_known.wait()
+        if self._end_message is None:  # the server closed its stdout but goes on (or its group)
+            self._end_message = self._describe_end()
+
+    def _finish_if_ready(self) -> None:
+        """End the connection now if stdout has ended and the exit status and the last stderr
+        lines are known (called by each of the three tasks that learn one of them). Sync."""
+        if (
+            self._stdout_ended
+            and self._end_message is None
+            and self._exited.is_set()
+            and self._stderr_done.is_set()
+        ):
+            self._end_message = self._describe_end()
+            self._end_known.set()
+            self._ended()
+
+    def _ended(self) -> None:
+        """The last frame has been queued and ``_end_message`` (or ``_frame_error``) says why the
+        connection ended: wake :meth:`receive` and tell the end handler. Sync, idempotent."""
+        if self._end_told:
+            return
+        self._end_told = True
+        self._frames_send.close()
+        on_end = self._end_handler
+        if on_end is not None:
+            if self._frame_error is not None:
+                on_end(self._frame_error)
+            else:
+                on_end(
+                    TransportClosed(self._end_message or f"the connection to {self._name} ended")
+                )
 
     def _queue(self, frame: bytes) -> None:
         """Hand one frame to the frame handler, or queue it for :meth:`receive` (unbounded in
@@ -869,6 +921,7 @@ class StdioTransport:
                 self._stderr_tail.feed_eof()
         finally:
             self._stderr_done.set()
+            self._finish_if_ready()
             with trio.CancelScope(shield=True):
                 await self._stderr.aclose()
 
@@ -904,6 +957,7 @@ class StdioTransport:
         self._returncode = code
         logger.info("%s %s", self._name, _describe_returncode(code))
         self._exited.set()
+        self._finish_if_ready()
 
     async def _read_final_status(self) -> int | None:
         """The server's exit status reported by the launcher, as soon as its line arrives.

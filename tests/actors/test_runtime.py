@@ -689,3 +689,16 @@ async def test_a_server_request_reusing_an_id_in_flight_is_refused_alone(
         session._handle_frame(frame)  # the same id again: refused, the connection goes on
         assert not session.closed
         assert (await rt.call("mcp_s_t")).text == "{}"
+
+
+def test_an_attempt_fails_with_the_transport_error_not_the_request_it_broke() -> None:
+    # The handshake's request and the transport's reader both fail when a server dies while
+    # connecting; which comes out first is up to the scheduler, the status says the cause.
+    from trio_mcp.actors._supervisor import _first_error
+    from trio_mcp.protocol import TransportClosed
+
+    broken = ServerDisconnected("initialize failed: the server went away", server="s", sent=True)
+    cause = TransportClosed("stdio server 'x' exited with code 3")
+    assert _first_error(ExceptionGroup("", [broken, ExceptionGroup("", [cause])])) is cause
+    assert _first_error(ExceptionGroup("", [ExceptionGroup("", [cause]), broken])) is cause
+    assert _first_error(ExceptionGroup("", [broken])) is broken

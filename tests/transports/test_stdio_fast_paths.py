@@ -161,8 +161,9 @@ async def test_a_frame_handler_gets_every_frame_in_order_from_the_reader_task() 
 
 async def test_with_a_frame_handler_receive_reports_the_end_after_the_last_frame() -> None:
     handled: list[bytes] = []
+    ends: list[tuple[BaseException, list[bytes]]] = []
     async with running(peer()) as t:
-        t.set_frame_handler(handled.append)
+        t.set_frame_handler(handled.append, lambda error: ends.append((error, list(handled))))
         await t.send(b"before")
         await t.send(b'{"peer":"exit","code":3,"stderr":["bye"]}')
         with pytest.raises(TransportClosed) as info:
@@ -170,18 +171,27 @@ async def test_with_a_frame_handler_receive_reports_the_end_after_the_last_frame
         assert handled == [b"before"]
         assert "exited with code 3" in str(info.value)
         assert "| bye" in str(info.value)
+        # The end handler was told once, after the last frame, with the same message; and
+        # before receive() reported it (it runs in the transport's own task).
+        assert len(ends) == 1
+        error, seen = ends[0]
+        assert isinstance(error, TransportClosed)
+        assert str(error) == str(info.value)
+        assert seen == [b"before"]
 
 
 async def test_with_a_frame_handler_an_oversized_frame_still_ends_receive() -> None:
     handled: list[bytes] = []
+    ends: list[BaseException] = []
     async with running(peer(max_frame_bytes=1000)) as t:
-        t.set_frame_handler(handled.append)
+        t.set_frame_handler(handled.append, ends.append)
         await t.send(b"small")
         await t.send(b'{"peer":"big","bytes":5000}')
         with pytest.raises(FrameTooLarge) as info:
             await t.receive()
         assert info.value.limit == 1000
         assert handled == [b"small"]
+        assert ends == [info.value]  # the end handler got the very same error
 
 
 async def test_an_exception_in_the_frame_handler_comes_out_of_the_transport() -> None:
@@ -196,3 +206,14 @@ async def test_an_exception_in_the_frame_handler_comes_out_of_the_transport() ->
 
     with pytest.raises(ValueError, match="bad frame b'boom'"):
         await use()
+
+
+async def test_the_end_handler_is_not_called_once_the_handlers_are_removed() -> None:
+    ends: list[BaseException] = []
+    async with running(peer()) as t:
+        t.set_frame_handler(lambda frame: None, ends.append)
+        t.set_frame_handler(None)
+        await t.send(b'{"peer":"exit","code":0}')
+        with pytest.raises(TransportClosed, match="exited with code 0"):
+            await t.receive()
+    assert ends == []

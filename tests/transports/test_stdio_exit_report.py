@@ -25,6 +25,8 @@ from trio_mcp.protocol._errors import TransportClosed
 from trio_mcp.transports import _reaper
 from trio_mcp.transports._stdio import StdioParameters, StdioTransport, open_stdio_transport
 
+from .test_stdio import dead, reaped, start_time
+
 pytestmark = [
     pytest.mark.skipif(not _reaper.SUPPORTED, reason="the launcher is Linux-only"),
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc"),
@@ -96,34 +98,8 @@ def report(line: bytes) -> str:
     return "report " + line.hex()
 
 
-def proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time) of ``pid``, or None if it does not exist."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = data[data.rindex(")") + 2 :].split()
-    return fields[0], int(fields[19])
-
-
-def start_time(pid: int) -> int:
-    found = proc_stat(pid)
-    assert found is not None, f"process {pid} does not exist"
-    return found[1]
-
-
-def running(pid: int, started: int) -> bool:
-    found = proc_stat(pid)
-    return found is not None and found[1] == started and found[0] not in "ZX"
-
-
-def reaped(pid: int, started: int) -> bool:
-    found = proc_stat(pid)
-    return found is None or found[1] != started
-
-
-def dead(pid: int, started: int) -> bool:
-    return not running(pid, started)
+def alive(pid: int, started: int) -> bool:
+    return not dead(pid, started)
 
 
 def ended(t: StdioTransport, what: str) -> str:
@@ -144,7 +120,7 @@ async def test_exit_status_is_known_before_the_launcher_is_reaped(
         assert str(info.value) == ended(t, "exited with code 7")
         assert t.returncode == 7
         assert t.statistics().returncode == 7
-        assert running(t.pgid, started)  # the launcher is alive: it has not even exited
+        assert alive(t.pgid, started)  # the launcher is alive: it has not even exited
         with pytest.raises(TransportClosed) as late:
             await t.send(b"too late")
         assert str(late.value) == str(info.value)

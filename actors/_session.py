@@ -768,13 +768,20 @@ class Session:
         except ValueError:
             return
         request_id = obj.get("id") if isinstance(obj, dict) else None
-        if (
-            isinstance(request_id, int | str)
-            and not isinstance(request_id, bool)
-            and request_id in self._conn.outstanding
-        ):
-            self._conn.forget(request_id)
-            self._pending.resolve(request_id, outcome.Error(exc))
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            self._fail_outstanding(request_id, lambda method: exc)
+
+    def _fail_outstanding(
+        self, request_id: RequestId, error_for: Callable[[str], McpError]
+    ) -> str | None:
+        """Fail the call waiting for ``request_id`` with ``error_for(its method)``, once, and
+        forget the request; returns the method, or None when nothing is outstanding under that
+        id (answered, abandoned or failed already). Sync."""
+        method = self._conn.outstanding.get(request_id)
+        if method is None or not self._conn.forget(request_id):
+            return None
+        self._pending.resolve(request_id, outcome.Error(error_for(method)))
+        return method
 
     def _handle_message(self, message: Any) -> None:
         event = self._conn.receive(message)
@@ -806,9 +813,6 @@ class Session:
     def _on_request_failure(self, request_id: RequestId, error: McpError, sent: bool) -> None:
         """The transport failed one request on its own (an HTTP error status, a response stream
         lost): fail that call with ``error``, never as a JSON-RPC error. Sync."""
-        method = self._conn.outstanding.get(request_id)
-        if method is None or not self._conn.forget(request_id):
-            return  # answered, abandoned or failed already
         if isinstance(error, ServerDisconnected):
             failure: McpError = ServerDisconnected(
                 f"server {self.server!r}: {error}", server=self.server, sent=sent
@@ -821,8 +825,9 @@ class Session:
             failure.__cause__ = error
         else:
             failure = error
-        self._log.info("%s (request %r) failed: %s", method, request_id, failure)
-        self._pending.resolve(request_id, outcome.Error(failure))
+        method = self._fail_outstanding(request_id, lambda method: failure)
+        if method is not None:
+            self._log.info("%s (request %r) failed: %s", method, request_id, failure)
 
     def _on_session_expired(self, notice: SessionExpired) -> None:
         """The server ended the HTTP session: start initializing a new one (single flight).
@@ -842,16 +847,15 @@ class Session:
         self._reinitializing = True
         self._writer_open = trio.Event()  # pause the writer: the new initialize goes first
         for request_id in notice.lost:
-            method = self._conn.outstanding.get(request_id)
-            if method is None or not self._conn.forget(request_id):
-                continue
-            error = ServerDisconnected(
-                f"server {self.server!r} ended its session while {method} was in flight: the "
-                "outcome is unknown and the request is not re-sent",
-                server=self.server,
-                sent=True,
+            self._fail_outstanding(
+                request_id,
+                lambda method: ServerDisconnected(
+                    f"server {self.server!r} ended its session while {method} was in flight: "
+                    "the outcome is unknown and the request is not re-sent",
+                    server=self.server,
+                    sent=True,
+                ),
             )
-            self._pending.resolve(request_id, outcome.Error(error))
         self._log.warning(
             "the server ended the session (%d calls lost in flight); initializing a new one",
             len(notice.lost),
@@ -920,16 +924,15 @@ class Session:
         discard = getattr(self.transport, "discard_held", None)
         held: tuple[RequestId, ...] = discard() if callable(discard) else ()
         for request_id in held:
-            method = self._conn.outstanding.get(request_id)
-            if method is None or not self._conn.forget(request_id):
-                continue
-            error = ServerDisconnected(
-                f"server {self.server!r} ended its session before {method} was processed, and "
-                "no new session could be initialized: it is safe to retry",
-                server=self.server,
-                sent=False,
+            self._fail_outstanding(
+                request_id,
+                lambda method: ServerDisconnected(
+                    f"server {self.server!r} ended its session before {method} was processed, "
+                    "and no new session could be initialized: it is safe to retry",
+                    server=self.server,
+                    sent=False,
+                ),
             )
-            self._pending.resolve(request_id, outcome.Error(error))
 
     # ------------------------------------------------------------------ server -> client
 

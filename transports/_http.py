@@ -392,8 +392,7 @@ class HttpTransport(HttpTransportBase):
                     if not await self._read_answer(frame, out, stream, response):
                         return
         except ConnectError as exc:
-            self._fail(stream.ids, self._unreachable_for_call(exc), sent=False)
-            stream.ids.clear()
+            self._fail_stream(stream, self._unreachable_for_call(exc), sent=False)
             self._end(self._unreachable(exc))
             return
         except TransportClosed as exc:
@@ -435,8 +434,7 @@ class HttpTransport(HttpTransportBase):
                     f"the server's answer to {stream.method}",
                 )
             except FrameTooLarge as exc:
-                self._fail(stream.ids, exc, sent=True)
-                stream.ids.clear()
+                self._fail_stream(stream, exc, sent=True)
                 return False
             await self._deliver(body)
             if stream.ids:
@@ -444,8 +442,7 @@ class HttpTransport(HttpTransportBase):
                     f"the server's JSON answer to {stream.method} at {self.info.detail} did "
                     "not hold its response"
                 )
-                self._fail(stream.ids, problem, sent=True)
-                stream.ids.clear()
+                self._fail_stream(stream, problem, sent=True)
             return False
         if kind == "text/event-stream":
             await self._read_events(response, stream)
@@ -455,9 +452,13 @@ class HttpTransport(HttpTransportBase):
             f"{kind or '(none)'!r}; a Streamable HTTP server answers application/json or "
             "text/event-stream"
         )
-        self._fail(stream.ids, problem, sent=True)
-        stream.ids.clear()
+        self._fail_stream(stream, problem, sent=True)
         return False
+
+    def _fail_stream(self, stream: _Stream, error: McpError, *, sent: bool) -> None:
+        """Fail every call still waiting on ``stream`` with ``error``, and forget them."""
+        self._fail(stream.ids, error, sent=sent)
+        stream.ids.clear()
 
     def _adopt_session(self, response: httpx.Response, stream: _Stream) -> bool:
         """Take the session id from the answer to ``initialize``; False when it is invalid."""
@@ -470,8 +471,7 @@ class HttpTransport(HttpTransportBase):
                 f"the server at {self.info.detail} gave a session id that is not visible ASCII "
                 "(0x21-0x7E); the specification does not allow it"
             )
-            self._fail(stream.ids, problem, sent=True)
-            stream.ids.clear()
+            self._fail_stream(stream, problem, sent=True)
             return False
         self._session_id = value
         return True
@@ -490,8 +490,7 @@ class HttpTransport(HttpTransportBase):
             self._falling_back = trio.Event()
             self._tasks.start_soon(self._fall_back, frame, out, error, self._falling_back)
             return
-        self._fail(stream.ids, error, sent=True)
-        stream.ids.clear()
+        self._fail_stream(stream, error, sent=True)
 
     # ------------------------------------------------------------------ reading streams
 
@@ -590,8 +589,7 @@ class HttpTransport(HttpTransportBase):
             "outcome is unknown (the request is not re-sent)",
             sent=True,
         )
-        self._fail(stream.ids, error, sent=True)
-        stream.ids.clear()
+        self._fail_stream(stream, error, sent=True)
 
     # ------------------------------------------------------------------ the GET stream
 

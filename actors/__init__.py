@@ -1,120 +1,90 @@
 """trio_mcp.actors: the runtime of trio-mcp.
 
 ``open_runtime`` / ``serve_runtime`` and the ``Runtime`` handle; the configuration it runs on;
-the events and statuses it reports; and, for test authors, the scriptable fake MCP server and the
-seeded chaos transport.
+the events and statuses it reports; and the agent surface that hands the servers' tools to a
+model. For test authors, the fake MCP server and the chaos transport are in
+:mod:`trio_mcp.actors.testing`.
 """
 
 from __future__ import annotations
 
-from ._backoff import (
-    RetryPolicy,
-)
-from ._callbacks import (
-    ElicitationCallback,
-    HostCallbacks,
-    RootsCallback,
-    SamplingCallback,
-)
-from ._catalog import (
+from .agent import (
     AGENTAO_CATALOG_TOOLS,
     CATALOG_TOOL_NAMES,
     ECHO_CATALOG_TOOLS,
+    AgentSurface,
+    ApprovalCallback,
+    ApprovalRequest,
+    ApprovalStore,
+    Decision,
+    Exportable,
+    ExportResult,
     ModelTool,
     ModelToolResult,
     ModelToolStatus,
-    PromptPage,
-    PromptRead,
-    ResourcePage,
-    ResourceRead,
-    ResourceTemplatePage,
+    RiskLevel,
     catalog_tool_definitions,
+    to_anthropic_tools,
+    to_openai_tools,
 )
-from ._chaos import (
-    ChaosAction,
-    ChaosPolicy,
-    ChaosStatistics,
-    ChaosTransport,
-    ChaosTransportFactory,
-    chaos_transport_factory,
-)
-from ._config import (
+from .config import (
     CATALOG_SHAPES,
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CATALOG_LIST_CAP,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_OFFLOAD_CHARS,
+    DEFAULT_RENDER_BUDGET,
+    MAX_BLOB_BYTES,
+    PROFILES,
     CatalogShape,
+    ConfigShape,
+    ExtraServers,
+    LoadedConfig,
     NetworkPolicy,
+    PermissionRule,
+    Profile,
+    RetryPolicy,
     RuntimeConfig,
     SecurityPolicy,
     ServerConfig,
     TransportKind,
-)
-from ._events import (
-    Event,
-    EventSubscription,
-    ResourceUpdated,
-    ServerLogged,
-    ServerState,
-    ServerStateChanged,
-)
-from ._export import (
-    Exportable,
-    ExportResult,
-    to_anthropic_tools,
-    to_openai_tools,
-)
-from ._fakes import (
-    FakePrompt,
-    FakeResource,
-    FakeResourceTemplate,
-    FakeServer,
-    FakeTool,
-    ToolContext,
-)
-from ._loader import (
-    ConfigShape,
-    ExtraServers,
-    LoadedConfig,
     expand_variables,
     load_agentao_config,
     load_config,
     load_echo_config,
     load_mcp_json,
+    parse_rules,
     project_config_path,
     redacted_config,
     user_config_path,
 )
-from ._naming import (
-    registered_name,
-)
-from ._registry import (
-    RegisteredTool,
-    ToolRefusal,
-    ToolsChanged,
-)
-from ._risk import (
-    ApprovalCallback,
-    ApprovalRequest,
-    ApprovalStore,
-    Decision,
-    PermissionRule,
-    RiskLevel,
-    parse_rules,
-)
-from ._runtime import (
+from .runtime import (
     USE_DEFAULT,
+    ElicitationCallback,
+    Event,
+    EventSubscription,
+    HostCallbacks,
+    ProgressCallback,
+    PromptPage,
+    PromptRead,
+    RegisteredTool,
+    ResourcePage,
+    ResourceRead,
+    ResourceTemplatePage,
+    ResourceUpdated,
+    RootsCallback,
     Runtime,
     RuntimeState,
-    open_runtime,
-    serve_runtime,
-)
-from ._session import (
-    ProgressCallback,
-)
-from ._supervisor import (
+    SamplingCallback,
+    ServerLogged,
+    ServerState,
+    ServerStateChanged,
     ServerStatus,
+    ToolRefusal,
+    ToolsChanged,
+    open_runtime,
+    registered_name,
+    serve_runtime,
 )
 
 __all__ = [
@@ -125,17 +95,16 @@ __all__ = [
     "DEFAULT_CATALOG_LIST_CAP",
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_OFFLOAD_CHARS",
+    "DEFAULT_RENDER_BUDGET",
     "ECHO_CATALOG_TOOLS",
+    "MAX_BLOB_BYTES",
+    "PROFILES",
     "USE_DEFAULT",
+    "AgentSurface",
     "ApprovalCallback",
     "ApprovalRequest",
     "ApprovalStore",
     "CatalogShape",
-    "ChaosAction",
-    "ChaosPolicy",
-    "ChaosStatistics",
-    "ChaosTransport",
-    "ChaosTransportFactory",
     "ConfigShape",
     "Decision",
     "ElicitationCallback",
@@ -144,11 +113,6 @@ __all__ = [
     "ExportResult",
     "Exportable",
     "ExtraServers",
-    "FakePrompt",
-    "FakeResource",
-    "FakeResourceTemplate",
-    "FakeServer",
-    "FakeTool",
     "HostCallbacks",
     "LoadedConfig",
     "ModelTool",
@@ -156,6 +120,7 @@ __all__ = [
     "ModelToolStatus",
     "NetworkPolicy",
     "PermissionRule",
+    "Profile",
     "ProgressCallback",
     "PromptPage",
     "PromptRead",
@@ -177,12 +142,10 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
-    "ToolContext",
     "ToolRefusal",
     "ToolsChanged",
     "TransportKind",
     "catalog_tool_definitions",
-    "chaos_transport_factory",
     "expand_variables",
     "load_agentao_config",
     "load_config",

@@ -357,7 +357,10 @@ def registry_costs(client: ClientName, plan: Plan) -> Result:
 
 
 def _registry_trio_mcp(plan: Plan) -> Result:
-    from trio_mcp.actors._registry import Registry, ReplaceTools  # not public: the internals
+    from trio_mcp.actors.runtime._registry import (  # not public: the internals
+        Registry,
+        ReplaceTools,
+    )
     from trio_mcp.protocol import Tool, structure
 
     count, reps = plan.registry_tools, plan.registry_reps

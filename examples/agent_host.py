@@ -35,8 +35,6 @@ import attrs
 import trio
 
 from trio_mcp.actors import (
-    FakeServer,
-    FakeTool,
     HostCallbacks,
     RetryPolicy,
     Runtime,
@@ -45,11 +43,11 @@ from trio_mcp.actors import (
     ServerLogged,
     ServerState,
     ServerStateChanged,
-    ToolContext,
     ToolsChanged,
     open_runtime,
     serve_runtime,
 )
+from trio_mcp.actors.testing import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
     ElicitRequestFormParams,
@@ -166,7 +164,7 @@ def stdio_server(name: str, spec: Mapping[str, Any], **options: Any) -> ServerCo
     return ServerConfig(
         name=name,
         command=sys.executable,
-        args=("-m", "trio_mcp.actors._fake_stdio", "--spec-json", json.dumps(spec)),
+        args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)),
         **options,
     )
 

@@ -8,7 +8,18 @@ import types
 
 import pytest
 
-LAYERS = ("trio_mcp.protocol", "trio_mcp.transports", "trio_mcp.actors")
+LAYERS = (
+    "trio_mcp.protocol",
+    "trio_mcp.transports",
+    "trio_mcp.transports.stdio",
+    "trio_mcp.transports.http",
+    "trio_mcp.actors",
+    "trio_mcp.actors.runtime",
+    "trio_mcp.actors.config",
+    "trio_mcp.actors.agent",
+    "trio_mcp.actors.cli",
+    "trio_mcp.actors.testing",
+)
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -41,4 +52,7 @@ def test_public_names_come_from_the_layers_private_modules(name: str) -> None:
     for key in module.__all__:
         value = getattr(module, key)
         if isinstance(value, type) or inspect.isfunction(value):
-            assert value.__module__.startswith(f"{name}._"), f"{name}.{key}: {value.__module__}"
+            # Defined in a private module of this package or of one of its subpackages.
+            where = value.__module__
+            assert where.startswith(f"{name}."), f"{name}.{key}: {where}"
+            assert where.rsplit(".", 1)[1].startswith("_"), f"{name}.{key}: {where}"

@@ -2,7 +2,10 @@
 
 - ``trio_mcp.protocol`` is sans-IO: it imports with trio (and every I/O library) blocked.
 - Dependencies point one way: actors -> transports -> protocol.
-- No generic top-level ``protocol`` / ``transports`` / ``actors`` module ever gets imported.
+- Inside ``actors``: cli -> agent -> runtime -> config; ``testing`` uses only ``config``,
+  ``transports`` and ``protocol``.
+- Imports across layers and subpackages are relative; no generic top-level ``protocol`` /
+  ``transports`` / ``actors`` module ever gets imported.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("protocol", "transports", "actors")
 ORDER = {layer: rank for rank, layer in enumerate(LAYERS)}
+#: What each part of ``actors`` may import (besides itself, ``transports`` and ``protocol``).
+ACTORS_ALLOWED = {
+    "config": set(),
+    "runtime": {"config"},
+    "agent": {"runtime", "config"},
+    "cli": {"agent", "runtime", "config"},
+    "testing": {"config"},
+}
 
 
 def test_protocol_imports_with_trio_blocked() -> None:
@@ -42,38 +53,94 @@ def test_protocol_imports_with_trio_blocked() -> None:
     assert all(name.startswith("trio_mcp.protocol") for name in loaded)
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(relative level, module) for every ``from ... import`` in a file."""
+def _module_of(path: Path) -> tuple[str, ...]:
+    """``("actors", "runtime", "_session")`` for ``actors/runtime/_session.py``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
+    """The modules a file imports from the three layers, as absolute part tuples (without
+    ``trio_mcp``), with the line; absolute imports of a layer are returned as they are."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: list[tuple[int, str]] = []
+    package = _module_of(path)
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: list[tuple[tuple[str, ...], int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            found.append((node.level, node.module or ""))
+            module = tuple((node.module or "").split(".")) if node.module else ()
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = base + module
+                found.append((target or tuple(alias.name for alias in node.names)[:1], node.lineno))
+            elif module[:1] == ("trio_mcp",):
+                found.append((module[1:], node.lineno))
+            elif module[:1] and module[0] in LAYERS:
+                found.append((("<absolute>", *module), node.lineno))
         elif isinstance(node, ast.Import):
-            found.extend((0, alias.name) for alias in node.names)
+            for alias in node.names:
+                parts = tuple(alias.name.split("."))
+                if parts[0] == "trio_mcp":
+                    found.append((parts[1:], node.lineno))
+                elif parts[0] in LAYERS:
+                    found.append((("<absolute>", *parts), node.lineno))
     return found
+
+
+def _files(layer: str) -> list[Path]:
+    return sorted((ROOT / layer).rglob("*.py"))
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_dependencies_point_one_way(layer: str) -> None:
-    for path in sorted((ROOT / layer).glob("*.py")):
-        for level, module in _imports(path):
-            if level == 0:
-                top = module.split(".")[0]
-                assert top not in LAYERS, f"{path.name}: absolute import of {module!r}"
-                if module.startswith("trio_mcp."):
-                    target = module.split(".")[1]
-                    assert ORDER[target] <= ORDER[layer], f"{path.name} imports {module}"
-                if layer == "protocol":
-                    assert top not in {"trio", "httpx", "trio_websocket"}, (
-                        f"protocol/{path.name} imports {module}: protocol/ must stay sans-IO"
-                    )
-            elif level == 2:
-                target = module.split(".")[0]
-                assert ORDER[target] < ORDER[layer], (
-                    f"{layer}/{path.name} imports ..{module}: dependencies point "
-                    "actors -> transports -> protocol"
+    for path in _files(layer):
+        where = path.relative_to(ROOT)
+        for target, line in _imports(path):
+            assert target[0] != "<absolute>", f"{where}:{line}: absolute import of {target[1:]}"
+            assert target[0] in LAYERS, f"{where}:{line}: imports {target}"
+            assert ORDER[target[0]] <= ORDER[layer], (
+                f"{where}:{line} imports {'.'.join(target)}: dependencies point "
+                "actors -> transports -> protocol"
+            )
+
+
+def test_protocol_stays_sans_io() -> None:
+    for path in _files("protocol"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            for name in names:
+                assert name.split(".")[0] not in {"trio", "httpx", "trio_websocket"}, (
+                    f"protocol/{path.name} imports {name}: protocol/ must stay sans-IO"
                 )
+
+
+def test_actors_parts_point_one_way() -> None:
+    for path in _files("actors"):
+        module = _module_of(path)
+        if len(module) < 2 or module[1] not in ACTORS_ALLOWED:
+            continue  # actors/__init__.py re-exports every part
+        part = module[1]
+        where = path.relative_to(ROOT)
+        for target, line in _imports(path):
+            if target[0] != "actors":
+                if part == "testing":
+                    assert target[0] in ("transports", "protocol"), f"{where}:{line}"
+                continue
+            assert len(target) >= 2, f"{where}:{line}: imports the actors package itself"
+            other = target[1]
+            assert other == part or other in ACTORS_ALLOWED[part], (
+                f"{where}:{line}: actors/{part} imports actors/{other}; the parts point "
+                "cli -> agent -> runtime -> config, and testing uses only config, transports "
+                "and protocol"
+            )
 
 
 def test_no_generic_top_level_modules_loaded() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -49,10 +50,20 @@ def test_every_module_is_in_the_wheel(wheel_names: set[str]) -> None:
     assert not missing, f"modules missing from the wheel: {sorted(missing)}"
 
 
-def test_layers_are_flat() -> None:
-    nested = [p for layer in LAYERS for p in (ROOT / layer).iterdir() if p.is_dir()]
-    nested = [p for p in nested if p.name != "__pycache__"]
-    assert not nested, f"layers must stay flat (setuptools drops unlisted packages): {nested}"
+def test_every_package_folder_is_listed() -> None:
+    # setuptools drops a package that pyproject.toml does not list: every folder of a layer that
+    # holds Python code must be there, and nothing else.
+    folders = {
+        "trio_mcp." + ".".join((layer, *path.parent.relative_to(ROOT / layer).parts))
+        for layer in LAYERS
+        for path in (ROOT / layer).rglob("__init__.py")
+    }
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    assert folders == listed
+    code_folders = {path.parent for layer in LAYERS for path in (ROOT / layer).rglob("*.py")}
+    assert all((folder / "__init__.py").exists() for folder in code_folders)
 
 
 def test_wheel_is_typed_and_claims_no_generic_top_level(wheel_names: set[str]) -> None:
@@ -68,4 +79,4 @@ def test_console_script_is_declared(wheel: Path) -> None:
         (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")]
         text = zf.read(name).decode()
     assert "[console_scripts]" in text
-    assert "trio-mcp = trio_mcp.actors._cli:main" in text
+    assert "trio-mcp = trio_mcp.actors.cli:main" in text

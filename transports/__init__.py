@@ -9,18 +9,7 @@ in-process servers.
 from __future__ import annotations
 
 from ._base import Transport, TransportInfo, collapse_exception_group, map_transport_errors
-from ._http import HttpTransport, open_http_transport
-from ._http_base import HttpParameters, HttpStatistics, RequestFailureHandler
 from ._memory import MemoryTransport, MemoryTransportStatistics, memory_transport_pair
-from ._sse_client import SseTransport, open_sse_transport
-from ._stdio import (
-    DEFAULT_ENV_ALLOWLIST,
-    StdioParameters,
-    StdioStatistics,
-    StdioTransport,
-    child_environment,
-    open_stdio_transport,
-)
 from ._websocket import (
     MCP_SUBPROTOCOL,
     WebSocketParameters,
@@ -28,6 +17,17 @@ from ._websocket import (
     WebSocketTransport,
     accept_websocket_transport,
     open_websocket_transport,
+)
+from .http._http import HttpTransport, open_http_transport
+from .http._http_base import HttpParameters, HttpStatistics, RequestFailureHandler
+from .http._sse_client import SseTransport, open_sse_transport
+from .stdio._stdio import (
+    DEFAULT_ENV_ALLOWLIST,
+    StdioParameters,
+    StdioStatistics,
+    StdioTransport,
+    child_environment,
+    open_stdio_transport,
 )
 
 __all__ = [

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from trio_mcp.actors._backoff import RetryPolicy, first_connect_delay, reconnect_delay
+from trio_mcp.actors.config._backoff import RetryPolicy, first_connect_delay, reconnect_delay
 
 
 def test_first_connect_waits_1_2_4_8_16_then_parks() -> None:

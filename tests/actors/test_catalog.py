@@ -9,23 +9,28 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._catalog import (
+from trio_mcp.actors import AgentSurface
+from trio_mcp.actors.agent._catalog import (
     AGENTAO_CATALOG_TOOLS,
     CATALOG_TOOL_NAMES,
     ECHO_CATALOG_TOOLS,
     ModelToolResult,
-    PromptRead,
-    ResourceRead,
     _unwrap_cursor,
     _wrap_cursor,
     catalog_tool_definitions,
 )
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig
-from trio_mcp.actors._fakes import FakePrompt, FakeResource, FakeResourceTemplate, FakeServer
-from trio_mcp.actors._risk import PermissionRule
-from trio_mcp.actors._runtime import Runtime, open_runtime
-from trio_mcp.actors._toolcheck import check_tool
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
+from trio_mcp.actors.config._policy import PermissionRule
+from trio_mcp.actors.runtime._resources import PromptRead, ResourceRead
+from trio_mcp.actors.runtime._runtime import Runtime, open_runtime
+from trio_mcp.actors.runtime._toolcheck import check_tool
+from trio_mcp.actors.testing._fakes import (
+    FakePrompt,
+    FakeResource,
+    FakeResourceTemplate,
+    FakeServer,
+)
 from trio_mcp.protocol import RuntimeClosed, TextContent, TextResourceContents
 from trio_mcp.protocol._errors import McpCatalogError
 
@@ -107,16 +112,18 @@ async def test_catalog_tools_are_offered_only_while_a_server_declares_them(
     async with open_runtime(
         config(plain.server_config(), hidden.server_config(resources=False))
     ) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        assert list(rt.model_tools()) == []
-        assert list(rt.model_tools(shape="echo")) == []
+        assert list(agent.model_tools()) == []
+        assert list(agent.model_tools(shape="echo")) == []
     prompts_only = FakeServer(name="p", prompts=[FakePrompt("x")])
     async with open_runtime(config(prompts_only.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        assert list(rt.model_tools()) == ["get_mcp_prompt", "list_mcp_prompts"]
-        assert list(rt.model_tools(shape="echo")) == ["mcp_prompts"]
-        assert rt.model_tools()["get_mcp_prompt"].kind == "catalog"
-        assert rt.model_tools()["get_mcp_prompt"].server is None
+        assert list(agent.model_tools()) == ["get_mcp_prompt", "list_mcp_prompts"]
+        assert list(agent.model_tools(shape="echo")) == ["mcp_prompts"]
+        assert agent.model_tools()["get_mcp_prompt"].kind == "catalog"
+        assert agent.model_tools()["get_mcp_prompt"].server is None
 
 
 # --------------------------------------------------------------------------- listing
@@ -125,11 +132,12 @@ async def test_catalog_tools_are_offered_only_while_a_server_declares_them(
 async def test_agentao_listing_of_one_server(autojump_clock: Clock) -> None:
     fake = docs()
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        resources = body(await rt.call_for_model("list_mcp_resources", {}))
-        named = body(await rt.call_for_model("list_mcp_resources", {"server": "docs"}))
-        templates = body(await rt.call_for_model("list_mcp_resource_templates", {}))
-        prompts = body(await rt.call_for_model("list_mcp_prompts", {}))
+        resources = body(await agent.call_for_model("list_mcp_resources", {}))
+        named = body(await agent.call_for_model("list_mcp_resources", {"server": "docs"}))
+        templates = body(await agent.call_for_model("list_mcp_resource_templates", {}))
+        prompts = body(await agent.call_for_model("list_mcp_prompts", {}))
     entries = [
         {"server": "docs", "uri": "doc://readme", "name": "readme", "description": "Start."},
         {"server": "docs", "uri": "doc://logo", "name": "logo", "mimeType": "image/png"},
@@ -162,12 +170,15 @@ async def test_two_servers_and_server_omitted(autojump_clock: Clock) -> None:
     one, two = docs(), docs()
     servers = (one.server_config("a"), two.server_config("b"))
     async with open_runtime(config(*servers, catalog_shape="echo")) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        echo_list = await rt.call_for_model("mcp_resources", {"action": "list"})
-        echo_read = await rt.call_for_model("mcp_resources", {"action": "read", "uri": "doc://x"})
-        echo_prompt = await rt.call_for_model("mcp_prompts", {"action": "get", "name": "review"})
-        agentao_list = body(await rt.call_for_model("list_mcp_prompts", {}))
-        agentao_read = await rt.call_for_model("read_mcp_resource", {"uri": "doc://readme"})
+        echo_list = await agent.call_for_model("mcp_resources", {"action": "list"})
+        echo_read = await agent.call_for_model(
+            "mcp_resources", {"action": "read", "uri": "doc://x"}
+        )
+        echo_prompt = await agent.call_for_model("mcp_prompts", {"action": "get", "name": "review"})
+        agentao_list = body(await agent.call_for_model("list_mcp_prompts", {}))
+        agentao_read = await agent.call_for_model("read_mcp_resource", {"uri": "doc://readme"})
         with pytest.raises(McpCatalogError) as caught:
             await rt.list_resources()
     several = (
@@ -192,16 +203,17 @@ async def test_a_250_entry_list_is_capped_at_200_and_the_rest_is_reachable(
         name="big", resources=[FakeResource(f"r://{i}", f"r{i}", text="x") for i in range(250)]
     )
     async with open_runtime(config(fake.server_config(), catalog_shape="echo")) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        first = body(await rt.call_for_model("mcp_resources", {"action": "list"}))
+        first = body(await agent.call_for_model("mcp_resources", {"action": "list"}))
         rest = body(
-            await rt.call_for_model(
+            await agent.call_for_model(
                 "mcp_resources",
                 {"action": "list", "server": "big", "cursor": first["nextCursor"]},
             )
         )
         everything = await rt.list_resources("big")
-        cursor_alone = await rt.call_for_model(
+        cursor_alone = await agent.call_for_model(
             "mcp_resources", {"action": "list", "cursor": first["nextCursor"]}
         )
     assert [e["uri"] for e in first["resources"]] == [f"r://{i}" for i in range(200)]
@@ -224,16 +236,17 @@ async def test_server_pages_are_followed_with_the_cursor(autojump_clock: Clock) 
         resources=[FakeResource(f"r://{i}", f"r{i}", text="x") for i in range(3)],
     )
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        first = body(await rt.call_for_model("list_mcp_resources", {"server": "paged"}))
+        first = body(await agent.call_for_model("list_mcp_resources", {"server": "paged"}))
         second = body(
-            await rt.call_for_model(
+            await agent.call_for_model(
                 "list_mcp_resources", {"server": "paged", "cursor": first["nextCursor"]}
             )
         )
         page = await rt.list_resources("paged")
         page2 = await rt.list_resources("paged", page.next_cursor)
-        bad = await rt.call_for_model("list_mcp_resources", {"server": "paged", "cursor": "zz"})
+        bad = await agent.call_for_model("list_mcp_resources", {"server": "paged", "cursor": "zz"})
     assert [e["uri"] for e in first["resources"]] == ["r://0", "r://1"]
     assert first["note"] == "the server has more resources: pass nextCursor as cursor to see them"
     assert [e["uri"] for e in second["resources"]] == ["r://2"]
@@ -252,8 +265,9 @@ async def test_aggregated_listing_reports_each_servers_failure(autojump_clock: C
         docs().server_config("hidden", resources=False),
     )
     async with open_runtime(config(*servers)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready(timeout=1)
-        result = body(await rt.call_for_model("list_mcp_resources", {}))
+        result = body(await agent.call_for_model("list_mcp_resources", {}))
         with pytest.raises(McpCatalogError) as caught:
             await rt.list_resources("broken")
     assert [e["server"] for e in result["resources"]] == ["good", "good"]
@@ -272,14 +286,15 @@ async def test_aggregated_listing_reports_each_servers_failure(autojump_clock: C
 async def test_hidden_and_unknown_servers_are_refused_by_name(autojump_clock: Clock) -> None:
     fake = docs()
     async with open_runtime(config(fake.server_config(resources=False))) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        hidden = await rt.call_for_model(
+        hidden = await agent.call_for_model(
             "read_mcp_resource", {"server": "docs", "uri": "doc://readme"}
         )
-        unknown = await rt.call_for_model("list_mcp_resources", {"server": "nope"})
-        nothing = await rt.call_for_model("list_mcp_resources", {})
+        unknown = await agent.call_for_model("list_mcp_resources", {"server": "nope"})
+        nothing = await agent.call_for_model("list_mcp_resources", {})
         # resources: false hides the resources, not the prompts.
-        prompts = body(await rt.call_for_model("list_mcp_prompts", {"server": "docs"}))
+        prompts = body(await agent.call_for_model("list_mcp_prompts", {"server": "docs"}))
         with pytest.raises(McpCatalogError) as caught:
             await rt.read_resource("docs", "doc://readme")
     assert hidden.status == "hidden"
@@ -307,12 +322,17 @@ async def test_hidden_and_unknown_servers_are_refused_by_name(autojump_clock: Cl
 async def test_reading_text_and_binary_resources(tmp_path: Any) -> None:
     fake = docs()
     async with open_runtime(config(fake.server_config(), working_dir=tmp_path)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready(timeout=10)
-        text = await rt.call_for_model(
+        text = await agent.call_for_model(
             "read_mcp_resource", {"server": "docs", "uri": "doc://readme"}
         )
-        logo = await rt.call_for_model("read_mcp_resource", {"server": "docs", "uri": "doc://logo"})
-        missing = await rt.call_for_model("read_mcp_resource", {"server": "docs", "uri": "doc://x"})
+        logo = await agent.call_for_model(
+            "read_mcp_resource", {"server": "docs", "uri": "doc://logo"}
+        )
+        missing = await agent.call_for_model(
+            "read_mcp_resource", {"server": "docs", "uri": "doc://x"}
+        )
         read = await rt.read_resource("docs", "doc://readme")
         with pytest.raises(McpCatalogError) as caught:
             await rt.read_resource(None, "doc://x")
@@ -346,8 +366,9 @@ async def test_a_blob_over_10_mib_is_reported_never_decoded() -> None:
         resources=[FakeResource("blob://big", "big", blob=big, mime_type="application/zip")],
     )
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready(timeout=30)
-        result = await rt.call_for_model(
+        result = await agent.call_for_model(
             "read_mcp_resource", {"server": "docs", "uri": "blob://big"}
         )
         with pytest.raises(McpCatalogError) as caught:
@@ -381,11 +402,12 @@ async def test_untrusted_text_that_looks_like_instructions_gets_a_banner(
     async with open_runtime(
         config(fake.server_config(), trusted.server_config(trust_level="trusted"))
     ) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        read = await rt.call_for_model("read_mcp_resource", {"server": "docs", "uri": "doc://p"})
-        prompt = await rt.call_for_model("get_mcp_prompt", {"server": "docs", "name": "p"})
-        listed = await rt.call_for_model("list_mcp_resources", {"server": "docs"})
-        own = await rt.call_for_model("read_mcp_resource", {"server": "own", "uri": "doc://p"})
+        read = await agent.call_for_model("read_mcp_resource", {"server": "docs", "uri": "doc://p"})
+        prompt = await agent.call_for_model("get_mcp_prompt", {"server": "docs", "name": "p"})
+        listed = await agent.call_for_model("list_mcp_resources", {"server": "docs"})
+        own = await agent.call_for_model("read_mcp_resource", {"server": "own", "uri": "doc://p"})
     assert read.text == f"{BANNER}\n[resource content[0]: <doc://p>]\n{poisoned}"
     assert (
         prompt.text == f"{BANNER}\n[prompt 'p' of the MCP server 'docs']\n[assistant]\n{poisoned}"
@@ -404,15 +426,16 @@ async def test_untrusted_text_that_looks_like_instructions_gets_a_banner(
 async def test_prompt_messages_keep_their_roles(autojump_clock: Clock) -> None:
     fake = docs()
     async with open_runtime(config(fake.server_config(), catalog_shape="echo")) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        echo = await rt.call_for_model(
+        echo = await agent.call_for_model(
             "mcp_prompts", {"action": "get", "name": "review", "arguments": {"language": "rust"}}
         )
-        number = await rt.call_for_model(
+        number = await agent.call_for_model(
             "get_mcp_prompt", {"server": "docs", "name": "review", "arguments": {"language": 3}}
         )
-        missing = await rt.call_for_model("get_mcp_prompt", {"server": "docs", "name": "review"})
-        listed = body(await rt.call_for_model("mcp_prompts", {"action": "list"}))
+        missing = await agent.call_for_model("get_mcp_prompt", {"server": "docs", "name": "review"})
+        listed = body(await agent.call_for_model("mcp_prompts", {"action": "list"}))
         read = await rt.get_prompt("docs", "review", {"language": "go"})
         with pytest.raises(McpCatalogError) as caught:
             await rt.get_prompt("docs", "review", {"language": 1})  # type: ignore[dict-item]
@@ -436,12 +459,13 @@ async def test_prompt_messages_keep_their_roles(autojump_clock: Clock) -> None:
 async def test_bad_arguments_are_invalid(autojump_clock: Clock) -> None:
     fake = docs()
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        no_action = await rt.call_for_model("mcp_resources", {})
-        bad_action = await rt.call_for_model("mcp_prompts", {"action": "delete"})
-        no_uri = await rt.call_for_model("mcp_resources", {"action": "read"})
-        bad_server = await rt.call_for_model("list_mcp_resources", {"server": 3})
-        bad_args = await rt.call_for_model(
+        no_action = await agent.call_for_model("mcp_resources", {})
+        bad_action = await agent.call_for_model("mcp_prompts", {"action": "delete"})
+        no_uri = await agent.call_for_model("mcp_resources", {"action": "read"})
+        bad_server = await agent.call_for_model("list_mcp_resources", {"server": 3})
+        bad_args = await agent.call_for_model(
             "get_mcp_prompt", {"server": "docs", "name": "review", "arguments": ["rust"]}
         )
     assert no_action.text == (
@@ -467,9 +491,10 @@ async def test_catalog_tools_are_read_only_but_rules_still_apply(autojump_clock:
     fake = docs()
     rules = (PermissionRule(pattern="read_mcp_resource", decision="deny"),)
     async with open_runtime(config(fake.server_config(), permission_rules=rules)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        listed = await rt.call_for_model("list_mcp_resources", {})
-        denied = await rt.call_for_model(
+        listed = await agent.call_for_model("list_mcp_resources", {})
+        denied = await agent.call_for_model(
             "read_mcp_resource", {"server": "docs", "uri": "doc://readme"}
         )
     assert listed.status == "ok"

@@ -12,7 +12,7 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._chaos import (
+from trio_mcp.actors.testing._chaos import (
     ChaosAction,
     ChaosPolicy,
     ChaosStatistics,
@@ -20,7 +20,7 @@ from trio_mcp.actors._chaos import (
     ChaosTransportFactory,
     chaos_transport_factory,
 )
-from trio_mcp.actors._fakes import FakeServer
+from trio_mcp.actors.testing._fakes import FakeServer
 from trio_mcp.protocol._errors import TransportClosed
 from trio_mcp.transports._base import Transport, TransportInfo
 from trio_mcp.transports._memory import MemoryTransport, memory_transport_pair

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import trio
 
-from trio_mcp.actors._cli import ExitCode, _Out, _watch_loop, main
-from trio_mcp.actors._config import RuntimeConfig
-from trio_mcp.actors._fakes import FakeServer, FakeTool
-from trio_mcp.actors._loader import LoadedConfig
-from trio_mcp.actors._runtime import open_runtime
+from trio_mcp.actors.cli._cli import ExitCode, _Out, _watch_loop, main
+from trio_mcp.actors.config._config import RuntimeConfig
+from trio_mcp.actors.config._loader import LoadedConfig
+from trio_mcp.actors.runtime._runtime import open_runtime
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 
 
 def test_version_flag_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +40,7 @@ def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_console_script_runs() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp.actors._cli", "--help"],
+        [sys.executable, "-m", "trio_mcp.actors.cli", "--help"],
         capture_output=True,
         text=True,
         check=True,

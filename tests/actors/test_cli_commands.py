@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import pytest
 
-from trio_mcp.actors._cli import main
+from trio_mcp.actors.cli._cli import main
 
 NOTES: dict[str, Any] = {
     "name": "notes-server",
@@ -65,7 +65,7 @@ def fake(spec: dict[str, Any], **options: Any) -> dict[str, Any]:
     text = json.dumps(spec).replace("$", "$$")
     return {
         "command": sys.executable,
-        "args": ["-m", "trio_mcp.actors._fake_stdio", "--spec-json", text],
+        "args": ["-m", "trio_mcp.actors.testing", "--spec-json", text],
         "timeout": {"startup": 30, "request": 30},
         **options,
     }
@@ -103,7 +103,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def cli(*argv: str, **options: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "trio_mcp.actors._cli", *argv],
+        [sys.executable, "-m", "trio_mcp.actors.cli", *argv],
         capture_output=True,
         text=True,
         timeout=120,
@@ -278,7 +278,7 @@ class LineReader:
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_status_watch_prints_each_change_and_stops_on_sigint(good: Path, as_json: bool) -> None:
-    argv = [sys.executable, "-m", "trio_mcp.actors._cli", "status", "--watch"]
+    argv = [sys.executable, "-m", "trio_mcp.actors.cli", "status", "--watch"]
     argv += ["--config", str(good), *(["--json"] if as_json else [])]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         try:
@@ -629,7 +629,7 @@ def test_ctrl_c_while_connecting_stops_everything_and_exits_130(tmp_path: Path) 
         {"mcpServers": {"slow": fake({"name": marker, "hang": ["initialize"]})}},
     )
     with subprocess.Popen(
-        [sys.executable, "-m", "trio_mcp.actors._cli", "status", "--config", str(path)],
+        [sys.executable, "-m", "trio_mcp.actors.cli", "status", "--config", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

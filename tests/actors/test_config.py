@@ -12,9 +12,8 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._callbacks import HostCallbacks
-from trio_mcp.actors._config import (
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
     RuntimeConfig,
@@ -23,10 +22,11 @@ from trio_mcp.actors._config import (
     redact_args,
     redact_url,
 )
-from trio_mcp.actors._events import ServerState, ServerStateChanged
-from trio_mcp.actors._registry import Registry
-from trio_mcp.actors._runtime import open_runtime
-from trio_mcp.actors._supervisor import ServerSupervisor
+from trio_mcp.actors.runtime._callbacks import HostCallbacks
+from trio_mcp.actors.runtime._events import ServerState, ServerStateChanged
+from trio_mcp.actors.runtime._registry import Registry
+from trio_mcp.actors.runtime._runtime import open_runtime
+from trio_mcp.actors.runtime._supervisor import ServerSupervisor
 from trio_mcp.protocol import ConfigError, ConnectError, McpTransportConfigError, ServerUnavailable
 
 

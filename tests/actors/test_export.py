@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp.actors._export import (
+from trio_mcp.actors.agent._export import (
     ExportAdjustment,
     ExportRefusal,
     ProviderLimits,
@@ -12,7 +12,7 @@ from trio_mcp.actors._export import (
     to_anthropic_tools,
     to_openai_tools,
 )
-from trio_mcp.actors._registry import RegisteredTool
+from trio_mcp.actors.runtime._registry import RegisteredTool
 from trio_mcp.protocol._types import Tool
 
 SCHEMA = {

@@ -16,8 +16,8 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors._config import ServerConfig, TransportKind
-from trio_mcp.actors._fakes import (
+from trio_mcp.actors.config._config import ServerConfig, TransportKind
+from trio_mcp.actors.testing._fakes import (
     FakePrompt,
     FakeResource,
     FakeResourceTemplate,
@@ -861,7 +861,7 @@ def test_from_spec_reports_every_problem_with_its_path() -> None:
 
 
 def spawn_args(spec: Mapping[str, Any]) -> list[str]:
-    return [sys.executable, "-m", "trio_mcp.actors._fake_stdio", "--spec-json", json.dumps(spec)]
+    return [sys.executable, "-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)]
 
 
 @asynccontextmanager
@@ -976,7 +976,7 @@ async def test_stdio_crash_tool_exits_the_process() -> None:
 
 def test_stdio_refuses_a_bad_spec() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "trio_mcp.actors._fake_stdio", "--spec-json", '{"tools": 3}'],
+        [sys.executable, "-m", "trio_mcp.actors.testing", "--spec-json", '{"tools": 3}'],
         capture_output=True,
         text=True,
         timeout=60,

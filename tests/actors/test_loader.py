@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig, TransportKind
-from trio_mcp.actors._loader import (
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig, TransportKind
+from trio_mcp.actors.config._loader import (
     LoadedConfig,
     expand_variables,
     load_agentao_config,

@@ -5,7 +5,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors._pending import PendingCalls
+from trio_mcp.actors.runtime._pending import PendingCalls
 from trio_mcp.protocol import RpcError, ServerDisconnected
 
 

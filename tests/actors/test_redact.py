@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 import trio.testing
 
-from trio_mcp.actors import FakeServer, FakeTool, RuntimeConfig, open_runtime
-from trio_mcp.actors._redact import REDACTED, redact
+from trio_mcp.actors import RuntimeConfig, open_runtime
+from trio_mcp.actors.config._redact import REDACTED, redact
+from trio_mcp.actors.testing import FakeServer, FakeTool
 
 
 def test_secret_keys_are_masked_at_any_depth() -> None:

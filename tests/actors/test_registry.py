@@ -12,8 +12,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._naming import registered_name
-from trio_mcp.actors._registry import (
+from trio_mcp.actors.runtime._naming import registered_name
+from trio_mcp.actors.runtime._registry import (
     RegisteredTool,
     Registry,
     ReplaceTools,

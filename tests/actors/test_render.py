@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from trio_mcp.actors._render import (
-    MAX_BLOB_BYTES,
+from trio_mcp.actors.agent._render import (
     MediaPart,
     SavedFile,
     SkippedBlob,
@@ -20,6 +19,7 @@ from trio_mcp.actors._render import (
     render_result,
     render_result_in_thread,
 )
+from trio_mcp.actors.config._policy import MAX_BLOB_BYTES
 from trio_mcp.protocol._types import (
     AudioContent,
     BlobResourceContents,

@@ -8,21 +8,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._risk import (
+from trio_mcp.actors.agent._risk import (
     ApprovalStore,
     Decision,
-    PermissionRule,
     RiskLevel,
     ToolFingerprint,
     assess,
     decide,
     diff_definitions,
     gate_call,
-    parse_rules,
     refusal_result,
     without_callback,
 )
-from trio_mcp.actors._toolcheck import check_listing
+from trio_mcp.actors.config._policy import PermissionRule, parse_rules
+from trio_mcp.actors.runtime._toolcheck import check_listing
 from trio_mcp.protocol._errors import ConfigError
 from trio_mcp.protocol._types import TextContent, Tool, ToolAnnotations
 

@@ -10,18 +10,18 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._callbacks import HostCallbacks
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig
-from trio_mcp.actors._events import (
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
+from trio_mcp.actors.runtime._callbacks import HostCallbacks
+from trio_mcp.actors.runtime._events import (
     ResourceUpdated,
     ServerLogged,
     ServerState,
     ServerStateChanged,
 )
-from trio_mcp.actors._fakes import FakeServer, FakeTool, ToolContext
-from trio_mcp.actors._registry import ReplaceTools, ToolsChanged
-from trio_mcp.actors._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.actors.runtime._registry import ReplaceTools, ToolsChanged
+from trio_mcp.actors.runtime._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
     InvalidMessage,
@@ -694,7 +694,7 @@ async def test_a_server_request_reusing_an_id_in_flight_is_refused_alone(
 def test_an_attempt_fails_with_the_transport_error_not_the_request_it_broke() -> None:
     # The handshake's request and the transport's reader both fail when a server dies while
     # connecting; which comes out first is up to the scheduler, the status says the cause.
-    from trio_mcp.actors._supervisor import _first_error
+    from trio_mcp.actors.runtime._supervisor import _first_error
     from trio_mcp.protocol import TransportClosed
 
     broken = ServerDisconnected("initialize failed: the server went away", server="s", sent=True)

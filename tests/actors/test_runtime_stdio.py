@@ -36,7 +36,7 @@ def server(**options: Any) -> ServerConfig:
     return ServerConfig(
         name="proc",
         command=sys.executable,
-        args=("-m", "trio_mcp.actors._fake_stdio", "--spec-json", json.dumps(SPEC)),
+        args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(SPEC)),
         connect_timeout=20,
         timeout=20,
         **options,

@@ -14,10 +14,10 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig, TransportKind
-from trio_mcp.actors._fakes import FakeServer, FakeTool
-from trio_mcp.actors._runtime import open_runtime
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig, TransportKind
+from trio_mcp.actors.runtime._runtime import open_runtime
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 from trio_mcp.protocol import ServerDisconnected, TransportClosed
 from trio_mcp.transports._base import TransportInfo
 from trio_mcp.transports._memory import MemoryTransport

@@ -20,17 +20,18 @@ import pytest
 import trio
 import trio.testing
 
-import trio_mcp.actors._session as session_module
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._callbacks import HostCallbacks
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig
-from trio_mcp.actors._events import Event
-from trio_mcp.actors._fakes import FakeServer, FakeTool, ToolContext
-from trio_mcp.actors._loader import load_echo_config
-from trio_mcp.actors._registry import ToolRefusal, ToolsChanged
-from trio_mcp.actors._risk import ApprovalRequest, PermissionRule, RiskLevel
-from trio_mcp.actors._runtime import open_runtime
-from trio_mcp.actors._toolcheck import check_listing
+import trio_mcp.actors.runtime._session as session_module
+from trio_mcp.actors import AgentSurface
+from trio_mcp.actors.agent._risk import ApprovalRequest, RiskLevel
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
+from trio_mcp.actors.config._loader import load_echo_config
+from trio_mcp.actors.config._policy import PermissionRule
+from trio_mcp.actors.runtime._events import Event
+from trio_mcp.actors.runtime._registry import ToolRefusal, ToolsChanged
+from trio_mcp.actors.runtime._runtime import open_runtime
+from trio_mcp.actors.runtime._toolcheck import check_listing
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import ConfigError, ServerDisconnected
 
 Clock = trio.testing.MockClock
@@ -207,9 +208,8 @@ async def test_colliding_long_and_non_ascii_names(autojump_clock: Clock) -> None
         tools=[FakeTool("a-b"), FakeTool("a_b"), FakeTool("t" * 70), FakeTool("查询")],
     )
     approver = Approver(True)
-    async with open_runtime(
-        config(fake.server_config()), callbacks=HostCallbacks(approve=approver)
-    ) as rt:
+    async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt, approve=approver)
         await rt.wait_ready()
         assert sorted(rt.tools()) == [
             "mcp_s____941a2bc9",
@@ -225,7 +225,7 @@ async def test_colliding_long_and_non_ascii_names(autojump_clock: Clock) -> None
             ToolRefusal(server="s", tool="a_b", reason=reason),
         }
         # The registered name maps back to the server's own name on the wire.
-        result = await rt.call_for_model("mcp_s____941a2bc9", {"q": 1})
+        result = await agent.call_for_model("mcp_s____941a2bc9", {"q": 1})
         assert result.status == "ok"
         assert tool_calls(fake) == [{"name": "查询", "arguments": {"q": 1}}]
 
@@ -280,9 +280,10 @@ async def test_untrusted_tools_need_approval_and_without_a_callback_are_refused(
 ) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("read", annotations={"readOnlyHint": True})])
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        assert rt.model_tools()["mcp_s_read"].risk is RiskLevel.EXEC
-        result = await rt.call_for_model("mcp_s_read", {"path": "x"})
+        assert agent.model_tools()["mcp_s_read"].risk is RiskLevel.EXEC
+        result = await agent.call_for_model("mcp_s_read", {"path": "x"})
     assert result.status == "refused"
     assert result.is_error
     assert result.decision is not None and result.decision.outcome == "deny"
@@ -315,12 +316,11 @@ async def test_trust_and_annotations_decide_the_risk(
 ) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("t", annotations=annotations)])
     approver = Approver(True)
-    async with open_runtime(
-        config(fake.server_config(trust_level=trust)), callbacks=HostCallbacks(approve=approver)
-    ) as rt:
+    async with open_runtime(config(fake.server_config(trust_level=trust))) as rt:
+        agent = AgentSurface(rt, approve=approver)
         await rt.wait_ready()
-        assert rt.model_tools()["mcp_s_t"].risk is risk
-        result = await rt.call_for_model("mcp_s_t", {})
+        assert agent.model_tools()["mcp_s_t"].risk is risk
+        result = await agent.call_for_model("mcp_s_t", {})
     assert result.status == "ok"
     assert [r.risk for r in approver.requests] == ([risk] if asks else [])
 
@@ -339,13 +339,13 @@ async def test_permission_rules_first_match_wins(autojump_clock: Clock) -> None:
     approver = Approver(True, True)
     async with open_runtime(
         config(fake.server_config(), permission_rules=rules),
-        callbacks=HostCallbacks(approve=approver),
     ) as rt:
+        agent = AgentSurface(rt, approve=approver)
         await rt.wait_ready()
-        got = await rt.call_for_model("mcp_gh_get_issue", {"n": 1})
-        deleted = await rt.call_for_model("mcp_gh_delete_repo", {})
-        first = await rt.call_for_model("mcp_gh_create_issue", {"t": "a"})
-        second = await rt.call_for_model("mcp_gh_create_issue", {"t": "b"})
+        got = await agent.call_for_model("mcp_gh_get_issue", {"n": 1})
+        deleted = await agent.call_for_model("mcp_gh_delete_repo", {})
+        first = await agent.call_for_model("mcp_gh_create_issue", {"t": "a"})
+        second = await agent.call_for_model("mcp_gh_create_issue", {"t": "b"})
     assert (got.status, got.decision and got.decision.reason) == (
         "ok",
         "allowed by the rule 'mcp_gh_get_*'",
@@ -370,9 +370,10 @@ async def test_restrictive_profiles_deny_mcp_call_unless_allowed(
     fake = FakeServer(name="s", tools=[FakeTool("t"), FakeTool("u")])
     trusted = fake.server_config(trust_level="trusted")
     async with open_runtime(config(trusted, profile=profile)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        denied = await rt.call_for_model("mcp_s_t", {})
-        catalog = await rt.call_for_model("list_mcp_resources", {})
+        denied = await agent.call_for_model("mcp_s_t", {})
+        catalog = await agent.call_for_model("list_mcp_resources", {})
     assert denied.status == catalog.status == "refused"
     assert denied.text.endswith(
         f"the {profile!r} profile denies the 'mcp.call' capability; allow it explicitly (the "
@@ -380,14 +381,16 @@ async def test_restrictive_profiles_deny_mcp_call_unless_allowed(
     )
     rules = (PermissionRule(pattern="mcp_s_t", decision="allow"),)
     async with open_runtime(config(trusted, profile=profile, permission_rules=rules)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        assert (await rt.call_for_model("mcp_s_t", {})).status == "ok"
-        assert (await rt.call_for_model("mcp_s_u", {})).status == "refused"
+        assert (await agent.call_for_model("mcp_s_t", {})).status == "ok"
+        assert (await agent.call_for_model("mcp_s_u", {})).status == "refused"
     async with open_runtime(
         config(trusted, profile=profile, allowed_capabilities={"mcp.call"})
     ) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        assert (await rt.call_for_model("mcp_s_u", {})).status == "ok"
+        assert (await agent.call_for_model("mcp_s_u", {})).status == "ok"
 
 
 async def test_a_changed_definition_needs_a_new_approval_and_the_host_is_told_what_changed(
@@ -395,18 +398,17 @@ async def test_a_changed_definition_needs_a_new_approval_and_the_host_is_told_wh
 ) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("send", description="Send a message.")])
     approver = Approver(True, False)
-    async with open_runtime(
-        config(fake.server_config()), callbacks=HostCallbacks(approve=approver)
-    ) as rt:
+    async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt, approve=approver)
         await rt.wait_ready()
-        assert (await rt.call_for_model("mcp_s_send", {"to": "a"})).status == "ok"
-        assert (await rt.call_for_model("mcp_s_send", {"to": "b"})).status == "ok"
+        assert (await agent.call_for_model("mcp_s_send", {"to": "a"})).status == "ok"
+        assert (await agent.call_for_model("mcp_s_send", {"to": "b"})).status == "ok"
         assert len(approver.requests) == 1  # approved once, for this definition
         fake.set_tools([FakeTool("send", description="Send a message, and a copy to us.")])
         version = rt.tools_version
         await fake.emit_list_changed()
         await rt.wait_tools_changed(version)
-        refused = await rt.call_for_model("mcp_s_send", {"to": "c"})
+        refused = await agent.call_for_model("mcp_s_send", {"to": "c"})
     first, second = approver.requests
     assert (first.changed, first.reason) == (
         (),
@@ -433,11 +435,10 @@ async def test_a_failing_approval_callback_refuses_the_call(autojump_clock: Cloc
         raise RuntimeError("the dialog crashed")
 
     fake = FakeServer(name="s", tools=[FakeTool("t")])
-    async with open_runtime(
-        config(fake.server_config()), callbacks=HostCallbacks(approve=broken)
-    ) as rt:
+    async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt, approve=broken)
         await rt.wait_ready()
-        result = await rt.call_for_model("mcp_s_t", {})
+        result = await agent.call_for_model("mcp_s_t", {})
     assert result.status == "refused"
     assert "the host's approval callback failed" in result.text
     assert tool_calls(fake) == []
@@ -461,10 +462,11 @@ async def test_results_are_rendered_with_files_links_and_structured_content(
     fake = FakeServer(name="s", tools=[FakeTool("report", result=rich)])
     server = fake.server_config(trust_level="trusted")
     async with open_runtime(config(server, working_dir=tmp_path)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready(timeout=10)
-        result = await rt.call_for_model("mcp_s_report", {})
-        echo = await rt.call_for_model("mcp_s_report", {})  # same file, reused
-    assert rt.output_dir == tmp_path / ".trio-mcp" / "tool-outputs"
+        result = await agent.call_for_model("mcp_s_report", {})
+        echo = await agent.call_for_model("mcp_s_report", {})  # same file, reused
+    assert agent.output_dir == tmp_path / ".trio-mcp" / "tool-outputs"
     assert result.rendered is not None
     (saved,) = result.rendered.saved_files
     assert saved.path.parent == tmp_path / ".trio-mcp" / "tool-outputs"
@@ -491,9 +493,10 @@ async def test_echo_shape_links_say_how_to_read_with_mcp_resources(autojump_cloc
             catalog_shape="echo",
         )
     ) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        shown = await rt.call_for_model("mcp_s_t", {})
-        unreadable = await rt.call_for_model("mcp_h_t", {})
+        shown = await agent.call_for_model("mcp_s_t", {})
+        unreadable = await agent.call_for_model("mcp_h_t", {})
     assert shown.text == (
         '[resource link content[0]: one <r://1>. Read it with mcp_resources(action="read", '
         'server="s", uri="r://1")]'
@@ -523,11 +526,12 @@ async def test_tool_errors_budget_and_banner(tmp_path: Path) -> None:
             working_dir=tmp_path,
         )
     ) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready(timeout=10)
-        failed = await rt.call_for_model("mcp_s_fail", {})
-        poisoned_result = await rt.call_for_model("mcp_s_poison", {})
-        trusted_result = await rt.call_for_model("mcp_t_poison", {})
-        cut = await rt.call_for_model("mcp_s_long", {})
+        failed = await agent.call_for_model("mcp_s_fail", {})
+        poisoned_result = await agent.call_for_model("mcp_s_poison", {})
+        trusted_result = await agent.call_for_model("mcp_t_poison", {})
+        cut = await agent.call_for_model("mcp_s_long", {})
     assert (failed.status, failed.is_error) == ("tool_error", True)
     assert failed.text == "[the tool reported an error]\ndisk full"
     assert poisoned_result.text == (
@@ -559,13 +563,14 @@ async def test_failures_become_model_readable_results(autojump_clock: Clock) -> 
     )
     allow = (PermissionRule(pattern="*", decision="allow"),)
     async with open_runtime(config(fake.server_config(timeout=5), permission_rules=allow)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        missing = await rt.call_for_model("mcp_s_nope", {})
-        bad_args = await rt.call_for_model("mcp_s_slow", ["not", "an", "object"])  # type: ignore[arg-type]
-        timed_out = await rt.call_for_model("mcp_s_slow", {})
-        crashed = await rt.call_for_model("mcp_s_crash", {})
-        unavailable = await rt.call_for_model("mcp_s_slow", {})
-    closed = await rt.call_for_model("mcp_s_slow", {})
+        missing = await agent.call_for_model("mcp_s_nope", {})
+        bad_args = await agent.call_for_model("mcp_s_slow", ["not", "an", "object"])  # type: ignore[arg-type]
+        timed_out = await agent.call_for_model("mcp_s_slow", {})
+        crashed = await agent.call_for_model("mcp_s_crash", {})
+        unavailable = await agent.call_for_model("mcp_s_slow", {})
+    closed = await agent.call_for_model("mcp_s_slow", {})
     assert missing.status == "not_found"
     assert missing.text == (
         "The call to mcp_s_nope failed (not_found: the tool was not found): there is no tool "
@@ -589,8 +594,9 @@ async def test_rpc_errors_become_results(autojump_clock: Clock) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("t")], errors={"tools/call": (-32603, "kaput")})
     allow = (PermissionRule(pattern="*", decision="allow"),)
     async with open_runtime(config(fake.server_config(), permission_rules=allow)) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        result = await rt.call_for_model("mcp_s_t", {})
+        result = await agent.call_for_model("mcp_s_t", {})
     assert result.status == "rpc_error"
     assert result.text == (
         "The call to mcp_s_t failed (rpc_error: the MCP server answered with an error): "
@@ -614,7 +620,7 @@ async def test_raw_call_keeps_raising(autojump_clock: Clock) -> None:
 
 
 async def test_export_includes_the_resource_and_prompt_tools(autojump_clock: Clock) -> None:
-    from trio_mcp.actors._fakes import FakePrompt, FakeResource
+    from trio_mcp.actors.testing._fakes import FakePrompt, FakeResource
 
     fake = FakeServer(
         name="docs",
@@ -623,10 +629,11 @@ async def test_export_includes_the_resource_and_prompt_tools(autojump_clock: Clo
         prompts=[FakePrompt("review")],
     )
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        openai = rt.export_tools("openai")
-        anthropic = rt.export_tools("anthropic", shape="echo")
-        bare = rt.export_tools("anthropic", shape=None)
+        openai = agent.export_tools("openai")
+        anthropic = agent.export_tools("anthropic", shape="echo")
+        bare = agent.export_tools("anthropic", shape=None)
     assert openai.names == (
         "get_mcp_prompt",
         "list_mcp_prompts",
@@ -651,8 +658,9 @@ async def test_export_includes_the_resource_and_prompt_tools(autojump_clock: Clo
 async def test_model_tools_describe_mcp_and_catalog_tools(autojump_clock: Clock) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("t", description="Do t.")])
     async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt)
         await rt.wait_ready()
-        tools = rt.model_tools()
+        tools = agent.model_tools()
     # No server declares resources or prompts: no catalog tools.
     assert list(tools) == ["mcp_s_t"]
     only = tools["mcp_s_t"]

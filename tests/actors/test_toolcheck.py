@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._registry import ToolRefusal
-from trio_mcp.actors._toolcheck import (
+from trio_mcp.actors.runtime._registry import ToolRefusal
+from trio_mcp.actors.runtime._toolcheck import (
     _CLEAN,
     _CLEAN_MAX_SIZE,
     _HIDDEN,

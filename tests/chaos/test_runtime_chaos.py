@@ -14,16 +14,8 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_mcp.actors import (
-    ChaosPolicy,
-    FakeServer,
-    FakeTool,
-    RetryPolicy,
-    RuntimeConfig,
-    ServerConfig,
-    chaos_transport_factory,
-    open_runtime,
-)
+from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, open_runtime
+from trio_mcp.actors.testing import ChaosPolicy, FakeServer, FakeTool, chaos_transport_factory
 from trio_mcp.protocol import (
     CallTimeout,
     InvalidMessage,

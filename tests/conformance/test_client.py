@@ -16,7 +16,8 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors import FakeServer, FakeTool, ServerConfig, ToolContext, TransportKind
+from trio_mcp.actors import ServerConfig, TransportKind
+from trio_mcp.actors.testing import FakeServer, FakeTool, ToolContext
 
 from .client import SCENARIOS, SERVER, ScenarioFailed, form_defaults, http_server, run_scenario
 

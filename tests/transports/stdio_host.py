@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from trio_mcp.transports._stdio import StdioParameters, open_stdio_transport
+from trio_mcp.transports.stdio._stdio import StdioParameters, open_stdio_transport
 
 PEER = Path(__file__).with_name("stdio_peer.py")
 

@@ -32,7 +32,7 @@ from trio_mcp.actors import (
     TransportKind,
     open_runtime,
 )
-from trio_mcp.actors._runtime import open_default_transport
+from trio_mcp.actors.runtime._runtime import open_default_transport
 from trio_mcp.protocol._errors import (
     ConnectError,
     FrameTooLarge,
@@ -44,14 +44,14 @@ from trio_mcp.protocol._errors import (
     SessionExpired,
     TransportClosed,
 )
-from trio_mcp.transports._http import HttpTransport, open_http_transport
-from trio_mcp.transports._http_base import (
+from trio_mcp.transports.http._http import HttpTransport, open_http_transport
+from trio_mcp.transports.http._http_base import (
     HttpParameters,
     display_url,
     looks_secret_header,
     redacted_headers,
 )
-from trio_mcp.transports._sse_client import SseTransport
+from trio_mcp.transports.http._sse_client import SseTransport
 
 BOUND = 10.0
 SECRET = "s3cret-t0ken"

@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from tests.transports.http_fake import ClientGone, HttpRequest, HttpServer, Reply, serve_http
-from trio_mcp.transports._http_base import consume, discard_body, open_stream
+from trio_mcp.transports.http._http_base import consume, discard_body, open_stream
 
 BOUND = 10.0
 

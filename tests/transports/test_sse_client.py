@@ -37,7 +37,7 @@ from trio_mcp.actors import (
     TransportKind,
     open_runtime,
 )
-from trio_mcp.actors._runtime import open_default_transport
+from trio_mcp.actors.runtime._runtime import open_default_transport
 from trio_mcp.protocol._errors import (
     ConnectError,
     ConnectTimeout,
@@ -46,9 +46,9 @@ from trio_mcp.protocol._errors import (
     ServerDisconnected,
     TransportClosed,
 )
-from trio_mcp.transports._http import open_http_transport
-from trio_mcp.transports._http_base import HttpParameters
-from trio_mcp.transports._sse_client import SseTransport, open_sse_transport
+from trio_mcp.transports.http._http import open_http_transport
+from trio_mcp.transports.http._http_base import HttpParameters
+from trio_mcp.transports.http._sse_client import SseTransport, open_sse_transport
 
 
 @asynccontextmanager

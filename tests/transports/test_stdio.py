@@ -35,9 +35,9 @@ from trio_mcp.protocol._errors import (
     TransportClosed,
 )
 from trio_mcp.protocol._framing import DEFAULT_MAX_FRAME_BYTES
-from trio_mcp.transports import _reaper
 from trio_mcp.transports._base import Transport, TransportInfo
-from trio_mcp.transports._stdio import (
+from trio_mcp.transports.stdio import _reaper
+from trio_mcp.transports.stdio._stdio import (
     _READ_CHUNK,
     _STDERR_LINE_LIMIT,
     DEFAULT_ENV_ALLOWLIST,

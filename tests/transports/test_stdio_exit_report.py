@@ -1,9 +1,9 @@
 """The launcher's exit report: taken the moment its line arrives, before the launcher is reaped.
 
 Most tests swap the real launcher for a scripted one (``FAKE_LAUNCHER``): it speaks the status
-protocol of :mod:`trio_mcp.transports._reaper` (``ok <pid>`` at start, then what the test says)
-and is itself the "server" on stdin/stdout/stderr, so a test decides exactly when the report is
-written, when stdout ends and when the launcher exits. Process checks go through ``/proc`` with
+protocol of :mod:`trio_mcp.transports.stdio._reaper` (``ok <pid>`` at start, then what the test
+says) and is itself the "server" on stdin/stdout/stderr, so a test decides exactly when the report
+is written, when stdout ends and when the launcher exits. Process checks go through ``/proc`` with
 the start time, as in ``test_stdio.py``.
 """
 
@@ -22,8 +22,8 @@ import pytest
 import trio
 
 from trio_mcp.protocol._errors import TransportClosed
-from trio_mcp.transports import _reaper
-from trio_mcp.transports._stdio import StdioParameters, StdioTransport, open_stdio_transport
+from trio_mcp.transports.stdio import _reaper
+from trio_mcp.transports.stdio._stdio import StdioParameters, StdioTransport, open_stdio_transport
 
 from .test_stdio import dead, reaped, start_time
 

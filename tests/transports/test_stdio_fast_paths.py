@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from trio_mcp.protocol._errors import FrameTooLarge, LocalProtocolError, TransportClosed
-from trio_mcp.transports._stdio import _QUEUE_BYTES
+from trio_mcp.transports.stdio._stdio import _QUEUE_BYTES
 
 from .test_stdio import MODES, ask, peer, running
 

@@ -27,11 +27,11 @@ import trio_websocket
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors._backoff import RetryPolicy
-from trio_mcp.actors._config import RuntimeConfig, ServerConfig, TransportKind
-from trio_mcp.actors._events import ServerState
-from trio_mcp.actors._fakes import FakeServer, FakeTool, ToolContext
-from trio_mcp.actors._runtime import Runtime, open_runtime
+from trio_mcp.actors.config._backoff import RetryPolicy
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig, TransportKind
+from trio_mcp.actors.runtime._events import ServerState
+from trio_mcp.actors.runtime._runtime import Runtime, open_runtime
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     ConnectError,
     ConnectTimeout,

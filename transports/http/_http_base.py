@@ -33,7 +33,7 @@ import attrs
 import httpx
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConnectError,
     ConnectTimeout,
     FrameTooLarge,
@@ -45,16 +45,16 @@ from ..protocol._errors import (
     TransportClosed,
     TransportError,
 )
-from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
-from ..protocol._jsonrpc import (
+from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ...protocol._jsonrpc import (
     CANCELLED_NOTIFICATION,
     Notification,
     Request,
     RequestId,
     parse_message,
 )
-from ..protocol._sse import SseEvent, SseParser
-from ._base import TransportInfo
+from ...protocol._sse import SseEvent, SseParser
+from .._base import TransportInfo
 
 __all__ = [
     "HttpParameters",

@@ -30,7 +30,7 @@ from typing import TypeAlias
 import attrs
 import trio
 
-from ..protocol._types import Tool
+from ...protocol._types import Tool
 from ._naming import registered_name
 
 __all__ = [

@@ -36,9 +36,9 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
+from ..runtime._registry import RegisteredTool
+from ..runtime._toolcheck import check_input_schema
 from ._catalog import ModelTool
-from ._registry import RegisteredTool
-from ._toolcheck import check_input_schema
 
 __all__ = [
     "ANTHROPIC_LIMITS",
@@ -56,7 +56,7 @@ __all__ = [
 
 
 #: What the exporters take: registered MCP tools (``rt.tools()``) or model tools
-#: (``rt.model_tools()``: MCP tools plus the resource and prompt tools).
+#: (``AgentSurface.model_tools()``: MCP tools plus the resource and prompt tools).
 Exportable: TypeAlias = RegisteredTool | ModelTool
 
 
@@ -332,8 +332,8 @@ def to_openai_tools(
     limits: ProviderLimits = OPENAI_LIMITS,
     description_overflow: Literal["cut", "refuse"] = "cut",
 ) -> ExportResult:
-    """The tools (registered name -> tool, as ``rt.tools()`` or ``rt.model_tools()`` give them)
-    as OpenAI function tools.
+    """The tools (registered name -> tool, as ``rt.tools()`` or ``AgentSurface.model_tools()``
+    give them) as OpenAI function tools.
 
     ``api="chat"`` gives ``{"type": "function", "function": {"name", "description",
     "parameters"}}``; ``api="responses"`` gives the flat ``{"type": "function", "name", ...}``

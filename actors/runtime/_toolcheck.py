@@ -49,9 +49,9 @@ from urllib.parse import unquote
 
 import attrs
 
-from ..protocol._codec import json_kind, structure
-from ..protocol._errors import InvalidMessage, SchemaTooLarge
-from ..protocol._types import Tool
+from ...protocol._codec import json_kind, structure
+from ...protocol._errors import InvalidMessage, SchemaTooLarge
+from ...protocol._types import Tool
 from ._registry import ToolRefusal
 
 __all__ = [

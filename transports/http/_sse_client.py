@@ -37,7 +37,7 @@ import attrs
 import httpx
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConnectError,
     ConnectTimeout,
     FrameTooLarge,
@@ -46,8 +46,8 @@ from ..protocol._errors import (
     ServerDisconnected,
     TransportClosed,
 )
-from ..protocol._sse import SseParser
-from ._base import TransportInfo, collapse_exception_group
+from ...protocol._sse import SseParser
+from .._base import TransportInfo, collapse_exception_group
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,

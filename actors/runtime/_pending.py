@@ -14,8 +14,8 @@ import attrs
 import outcome
 import trio
 
-from ..protocol._errors import ServerDisconnected
-from ..protocol._jsonrpc import RequestId
+from ...protocol._errors import ServerDisconnected
+from ...protocol._jsonrpc import RequestId
 
 __all__ = ["PendingCalls", "PendingStatistics", "Waiter"]
 

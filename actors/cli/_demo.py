@@ -17,12 +17,12 @@ from typing import Any, TextIO
 
 import trio
 
-from ..protocol._types import ProgressNotificationParams
-from ._backoff import RetryPolicy
-from ._config import RuntimeConfig, ServerConfig
-from ._events import ServerState, ServerStateChanged
-from ._registry import ToolsChanged
-from ._runtime import Runtime, open_runtime
+from ...protocol._types import ProgressNotificationParams
+from ..config._backoff import RetryPolicy
+from ..config._config import RuntimeConfig, ServerConfig
+from ..runtime._events import ServerState, ServerStateChanged
+from ..runtime._registry import ToolsChanged
+from ..runtime._runtime import Runtime, open_runtime
 
 __all__ = ["DEMO_SERVERS", "demo_config", "run_demo"]
 
@@ -93,7 +93,7 @@ def demo_config(*, python: str | None = None) -> RuntimeConfig:
             ServerConfig(
                 name=name,
                 command=executable,
-                args=("-m", "trio_mcp.actors._fake_stdio", "--spec-json", json.dumps(spec)),
+                args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)),
                 connect_timeout=30.0,
                 timeout=30.0,
             )

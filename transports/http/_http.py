@@ -78,7 +78,7 @@ import attrs
 import httpx
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConnectError,
     FrameTooLarge,
     HttpStatusError,
@@ -88,9 +88,9 @@ from ..protocol._errors import (
     SessionExpired,
     TransportClosed,
 )
-from ..protocol._jsonrpc import RequestId
-from ..protocol._sse import SseParser
-from ._base import TransportInfo, collapse_exception_group
+from ...protocol._jsonrpc import RequestId
+from ...protocol._sse import SseParser
+from .._base import TransportInfo, collapse_exception_group
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,

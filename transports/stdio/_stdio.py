@@ -48,16 +48,16 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConnectError,
     FrameTooLarge,
     McpError,
     McpTransportConfigError,
     TransportClosed,
 )
-from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
+from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
+from .._base import TransportInfo, collapse_exception_group, map_transport_errors
 from . import _reaper
-from ._base import TransportInfo, collapse_exception_group, map_transport_errors
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",

@@ -29,54 +29,42 @@ Everything here is pure and synchronous except the callback type, which the runt
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from enum import IntEnum
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final
 
 import attrs
 
-from ..protocol._codec import json_kind, unstructure
-from ..protocol._errors import ConfigError
-from ..protocol._types import CallToolResult, TextContent, Tool
+from ...protocol._codec import unstructure
+from ...protocol._types import CallToolResult, TextContent, Tool
+from ..config._policy import (
+    _DENYING_PROFILES,
+    CAPABILITY_MCP_CALL,
+    PROFILES,
+    Outcome,
+    PermissionRule,
+    Profile,
+)
 
 __all__ = [
-    "CAPABILITY_MCP_CALL",
     "DEFINITION_PARTS",
-    "PROFILES",
     "ApprovalCallback",
     "ApprovalNeed",
     "ApprovalRequest",
     "ApprovalStore",
     "CallGate",
     "Decision",
-    "Outcome",
-    "PermissionRule",
-    "Profile",
     "RiskLevel",
     "ToolFingerprint",
     "assess",
     "decide",
     "diff_definitions",
     "gate_call",
-    "parse_rules",
     "refusal_result",
     "without_callback",
 ]
-
-#: The capability every MCP tool call (and the resource and prompt tools) carries.
-CAPABILITY_MCP_CALL: Final = "mcp.call"
-
-#: What a permission rule or a decision says.
-Outcome = Literal["allow", "deny", "ask"]
-_OUTCOMES: Final = frozenset(get_args(Outcome))
-
-#: The host's profile. ``public_gateway`` and ``daemon`` deny ``mcp.call`` unless allowed.
-Profile = Literal["default", "public_gateway", "daemon"]
-PROFILES: Final[tuple[str, ...]] = get_args(Profile)
-_DENYING_PROFILES: Final = frozenset({"public_gateway", "daemon"})
 
 
 class RiskLevel(IntEnum):
@@ -120,59 +108,6 @@ def assess(tool: Tool, *, trusted: bool) -> RiskLevel:
     if trusted and _hint(tool, "read_only_hint"):
         return RiskLevel.READ_ONLY
     return RiskLevel.EXEC
-
-
-# --------------------------------------------------------------------------- permission rules
-
-
-@attrs.frozen(kw_only=True)
-class PermissionRule:
-    """``pattern`` is an ``fnmatch`` glob over registered names (case-sensitive, such as
-    ``mcp_github_get_*``); ``decision`` is ``allow``, ``deny`` or ``ask``. Raises ``ValueError``
-    for an empty pattern or an unknown decision."""
-
-    pattern: str
-    decision: Outcome
-
-    def __attrs_post_init__(self) -> None:
-        if not isinstance(self.pattern, str) or not self.pattern:
-            raise ValueError(f"a permission rule needs a non-empty pattern, got {self.pattern!r}")
-        if self.decision not in _OUTCOMES:
-            raise ValueError(
-                f"permission rule {self.pattern!r}: unknown decision {self.decision!r} "
-                f"(expected allow, deny or ask)"
-            )
-
-    def matches(self, name: str) -> bool:
-        """Whether the rule applies to the registered name ``name``."""
-        return fnmatch.fnmatchcase(name, self.pattern)
-
-
-def parse_rules(
-    items: Iterable[Any], *, source: str = "permissions.rules"
-) -> tuple[PermissionRule, ...]:
-    """Rules from configuration entries ``{"tool": "<glob>", "action": "allow|deny|ask"}``.
-
-    Raises :class:`ConfigError` listing every bad entry (with its position under ``source``).
-    """
-    rules: list[PermissionRule] = []
-    problems: list[tuple[str, str]] = []
-    for index, item in enumerate(items):
-        where = f"{source}[{index}]"
-        if not isinstance(item, Mapping):
-            problems.append((where, f"expected an object, got {json_kind(item)}"))
-            continue
-        pattern, action = item.get("tool"), item.get("action")
-        if not isinstance(pattern, str) or not pattern:
-            problems.append((f"{where}.tool", "expected a non-empty glob such as 'mcp_github_*'"))
-        elif action == "allow" or action == "deny" or action == "ask":
-            rules.append(PermissionRule(pattern=pattern, decision=action))
-        else:
-            problems.append((f"{where}.action", f"expected allow, deny or ask, got {action!r}"))
-    if problems:
-        detail = "; ".join(f"{where}: {message}" for where, message in problems)
-        raise ConfigError(f"invalid permission rules: {detail}", problems=tuple(problems))
-    return tuple(rules)
 
 
 @attrs.frozen(kw_only=True)

@@ -3,7 +3,7 @@
 These classes are what the runtime runs on. They validate themselves when built (fail closed,
 with :class:`McpTransportConfigError` naming the server and every key at fault). Loading them
 from the Echo and Agentao configuration shapes, with ``${VAR}`` expansion and every problem of a
-file reported at once, is :mod:`trio_mcp.actors._loader`'s job.
+file reported at once, is :mod:`trio_mcp.actors.config._loader`'s job.
 
 Secrets stay out of logs: the ``repr()`` of a :class:`ServerConfig` shows the names of its
 ``env`` variables and ``headers`` but never their values, and hides secret-looking arguments,
@@ -23,16 +23,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ..protocol._errors import ConfigError, McpTransportConfigError
-from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ...protocol._errors import ConfigError, McpTransportConfigError
+from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ._backoff import RetryPolicy
-from ._naming import valid_server_name
+from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
-from ._render import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES
-from ._risk import PROFILES, PermissionRule, Profile
 
 if TYPE_CHECKING:
-    from ..transports._base import Transport
+    from ...transports._base import Transport
 
 __all__ = [
     "CATALOG_SHAPES",
@@ -42,6 +40,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_CHARS",
     "NETWORK_POLICIES",
     "SECURITY_POLICIES",
+    "SERVER_NAME_PATTERN",
     "CatalogShape",
     "NetworkPolicy",
     "RuntimeConfig",
@@ -51,7 +50,17 @@ __all__ = [
     "exactly_one_problem",
     "redact_args",
     "redact_url",
+    "valid_server_name",
 ]
+
+#: Server names allow only ASCII letters, digits, ``.``, ``-`` and ``_``.
+SERVER_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def valid_server_name(name: str) -> bool:
+    """Server names allow only ASCII letters, digits, ``.``, ``-`` and ``_``."""
+    return bool(SERVER_NAME_PATTERN.fullmatch(name))
+
 
 DEFAULT_CONNECT_TIMEOUT: Final = 60.0
 DEFAULT_CALL_TIMEOUT: Final = 120.0
@@ -338,7 +347,7 @@ class RuntimeConfig:
     client_name: str = "trio-mcp"
     client_version: str | None = None
 
-    # --- the model-facing surface (``rt.call_for_model``, ``rt.model_tools``)
+    # --- the model-facing surface (``AgentSurface.call_for_model``, ``AgentSurface.model_tools``)
     #: Permission rules over registered names (globs), first match wins.
     permission_rules: tuple[PermissionRule, ...] = attrs.field(default=(), converter=tuple)
     #: The host's profile: ``public_gateway`` and ``daemon`` deny the ``mcp.call`` capability
@@ -352,7 +361,7 @@ class RuntimeConfig:
     render_budget: int = DEFAULT_RENDER_BUDGET
     #: Blobs bigger than this (bytes) are reported, never decoded.
     max_blob_bytes: int = MAX_BLOB_BYTES
-    #: The resource and prompt tools ``rt.model_tools()`` offers by default (None: none).
+    #: The resource and prompt tools ``AgentSurface.model_tools()`` offers by default (None: none).
     catalog_shape: CatalogShape | None = "agentao"
     #: Entries one resource or prompt listing shows the model; the rest are counted and can be
     #: reached with the returned cursor.

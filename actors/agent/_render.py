@@ -43,7 +43,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 import trio
 
-from ..protocol._types import (
+from ...protocol._types import (
     AudioContent,
     CallToolResult,
     EmbeddedResource,
@@ -53,12 +53,11 @@ from ..protocol._types import (
     TextResourceContents,
     UnknownContent,
 )
-from ._toolcheck import Finding, json_size, scan_text
+from ..config._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES
+from ..runtime._toolcheck import Finding, json_size, scan_text
 
 __all__ = [
-    "DEFAULT_RENDER_BUDGET",
     "ECHO_RESOURCES_TOOL",
-    "MAX_BLOB_BYTES",
     "MediaPart",
     "RenderedPart",
     "RenderedResult",
@@ -72,10 +71,6 @@ __all__ = [
     "renders_inline",
 ]
 
-#: Characters of text the model gets from one result by default.
-DEFAULT_RENDER_BUDGET: Final = 20_000
-#: Blobs bigger than this (judged from their base64 length) are reported, never decoded.
-MAX_BLOB_BYTES: Final = 10 * 1024 * 1024
 _MIN_BUDGET: Final = 200
 _MAX_DESCRIPTION: Final = 500
 #: The Echo-shape resource tool: links name it with ``action="read"``.

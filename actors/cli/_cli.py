@@ -41,14 +41,14 @@ from typing import Any, TextIO
 import attrs
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConfigError,
     McpError,
     MethodNotFound,
     ServerUnavailable,
 )
-from ..protocol._methods import decode_result, encode
-from ..protocol._types import (
+from ...protocol._methods import decode_result, encode
+from ...protocol._types import (
     BlobResourceContents,
     CallToolResult,
     EmbeddedResource,
@@ -59,20 +59,20 @@ from ..protocol._types import (
     TextContent,
     TextResourceContents,
 )
-from ._backoff import RetryPolicy
-from ._config import RuntimeConfig, ServerConfig
-from ._events import ServerState, ServerStateChanged
-from ._loader import (
+from ..config._backoff import RetryPolicy
+from ..config._config import RuntimeConfig, ServerConfig
+from ..config._loader import (
     LoadedConfig,
     load_config,
     project_config_path,
     redacted_config,
     user_config_path,
 )
-from ._naming import registered_name
-from ._registry import RegisteredTool, ToolsChanged
-from ._runtime import Runtime, open_runtime
-from ._supervisor import ServerStatus
+from ..runtime._events import ServerState, ServerStateChanged
+from ..runtime._naming import registered_name
+from ..runtime._registry import RegisteredTool, ToolsChanged
+from ..runtime._runtime import Runtime, open_runtime
+from ..runtime._supervisor import ServerStatus
 
 __all__ = ["ExitCode", "build_parser", "main"]
 

@@ -20,61 +20,41 @@ import random
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from enum import Enum
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 import trio
 
-from ..protocol._errors import (
-    CallTimeout,
-    McpError,
+from ...protocol._errors import (
     McpTransportConfigError,
-    RpcError,
     RuntimeClosed,
-    ServerDisconnected,
     ServerUnavailable,
     ToolNotFound,
 )
-from ..protocol._types import CallToolResult
-from ..transports._base import Transport
-from ..transports._http import open_http_transport
-from ..transports._http_base import HttpParameters
-from ..transports._sse_client import open_sse_transport
-from ..transports._stdio import StdioParameters, open_stdio_transport
-from ..transports._websocket import WebSocketParameters, open_websocket_transport
+from ...protocol._types import CallToolResult
+from ...transports._base import Transport
+from ...transports._websocket import WebSocketParameters, open_websocket_transport
+from ...transports.http._http import open_http_transport
+from ...transports.http._http_base import HttpParameters
+from ...transports.http._sse_client import open_sse_transport
+from ...transports.stdio._stdio import StdioParameters, open_stdio_transport
+from ..config._config import RuntimeConfig, ServerConfig, TransportKind
+from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
-from ._catalog import (
-    CATALOG_TOOL_NAMES,
-    Catalog,
-    ModelTool,
-    ModelToolResult,
-    ModelToolStatus,
+from ._events import EventBus, EventSubscription, ServerState
+from ._naming import tool_name_prefix
+from ._registry import RegisteredTool, Registry
+from ._resources import (
+    Capability,
+    Listing,
+    Page,
     PromptPage,
     PromptRead,
     ResourcePage,
     ResourceRead,
+    Resources,
     ResourceTemplatePage,
-)
-from ._config import CatalogShape, RuntimeConfig, ServerConfig, TransportKind
-from ._events import EventBus, EventSubscription, ServerState
-from ._export import ExportResult, to_anthropic_tools, to_openai_tools
-from ._naming import tool_name_prefix
-from ._redact import redact, redact_text
-from ._registry import RegisteredTool, Registry
-from ._render import TextPart, output_dir_for
-from ._risk import (
-    ApprovalRequest,
-    ApprovalStore,
-    CallGate,
-    Decision,
-    RiskLevel,
-    assess,
-    decide,
-    gate_call,
-    refusal_result,
-    without_callback,
 )
 from ._session import ProgressCallback, Session
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor
@@ -185,8 +165,7 @@ class Runtime:
     registry: Registry
     _bus: EventBus
     _supervisors: dict[str, ServerSupervisor]
-    _catalog: Catalog
-    _approvals: ApprovalStore = attrs.field(factory=ApprovalStore)
+    _resources: Resources
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
     _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -237,18 +216,7 @@ class Runtime:
         :class:`RpcError` or :class:`RuntimeClosed`.
         """
         self._check_open()
-        tool = self.registry.get(name)
-        if tool is None:
-            # Not registered now. If it belongs (or may belong, by its prefix) to a server that
-            # is not ready, say so, or wait for that server if asked to.
-            for owner in self._possible_owners(name):
-                await self._session_for(owner, wait_ready)
-            tool = self.registry.get(name)
-        if tool is None:
-            raise ToolNotFound(
-                f"no tool named {name!r} is registered; rt.tools() lists the current ones",
-                method="tools/call",
-            )
+        tool = await self.lookup(name, wait_ready=wait_ready)
         session = await self._session_for(tool.server, wait_ready)
         server = self._supervisors[tool.server].config
         limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
@@ -267,6 +235,25 @@ class Runtime:
                 redact_text(result.text),
             )
         return result
+
+    async def lookup(self, name: str, *, wait_ready: float | None = None) -> RegisteredTool:
+        """The registered tool named ``name``.
+
+        Raises :class:`ServerUnavailable` when it is not registered now because its server (the
+        server that last offered it, or a server whose tools would be named with its prefix and
+        that has not listed them yet) is not READY, after waiting up to ``wait_ready`` seconds
+        for that server; :class:`ToolNotFound` when no server offers it."""
+        tool = self.registry.get(name)
+        if tool is None:
+            for owner in self._possible_owners(name):
+                await self._session_for(owner, wait_ready)
+            tool = self.registry.get(name)
+        if tool is None:
+            raise ToolNotFound(
+                f"no tool named {name!r} is registered; rt.tools() lists the current ones",
+                method="tools/call",
+            )
+        return tool
 
     async def request(
         self,
@@ -317,236 +304,6 @@ class Runtime:
                 f"no server named {server!r} is configured (configured: {known})", server=server
             ) from None
 
-    # ------------------------------------------------------------------ the model-facing surface
-
-    @property
-    def approvals(self) -> ApprovalStore:
-        """The approvals given through the host's ``approve`` callback (trust on first use):
-        ``rt.approvals.revoke(server)`` forgets them."""
-        return self._approvals
-
-    @property
-    def output_dir(self) -> Path:
-        """Where binary results are saved: ``<working_dir>/.trio-mcp/tool-outputs``."""
-        return self._catalog.output_dir
-
-    def _shape(self, shape: CatalogShape | _UseDefault | None) -> CatalogShape | None:
-        return self.config.catalog_shape if isinstance(shape, _UseDefault) else shape
-
-    def model_tools(
-        self,
-        *,
-        shape: CatalogShape | _UseDefault | None = USE_DEFAULT,
-        ready_only: bool = False,
-    ) -> Mapping[str, ModelTool]:
-        """The tools to hand to the model, name -> :class:`ModelTool` (name, description, input
-        schema, risk), in name order: the registered MCP tools (as :meth:`tools` gives them)
-        plus the resource and prompt tools of ``shape`` (default ``config.catalog_shape``; None
-        for none), offered only while a connected server declares resources (and is not hidden
-        by ``resources: false``) or prompts. Route the model's calls of all of them to
-        :meth:`call_for_model`. Raises ``ValueError`` for an unknown shape."""
-        out: dict[str, ModelTool] = {}
-        for name, registered in self.tools(ready_only=ready_only).items():
-            trusted = self._catalog.trusted(registered.server)
-            out[name] = ModelTool.of(registered, risk=assess(registered.tool, trusted=trusted))
-        for tool in self._catalog.tool_definitions(self._shape(shape)):
-            out[tool.name] = ModelTool(
-                name=tool.name, tool=tool, risk=RiskLevel.READ_ONLY, kind="catalog"
-            )
-        return MappingProxyType(dict(sorted(out.items())))
-
-    def export_tools(
-        self,
-        provider: Literal["openai", "anthropic"],
-        *,
-        shape: CatalogShape | _UseDefault | None = USE_DEFAULT,
-        ready_only: bool = False,
-        api: Literal["chat", "responses"] = "chat",
-        strict: bool = False,
-    ) -> ExportResult:
-        """:meth:`model_tools` in a model provider's shape (``"openai"``: function tools, with
-        ``api`` and ``strict`` as :func:`to_openai_tools` takes them; ``"anthropic"``). A tool
-        the provider would reject is left out and named in ``refused``. Raises ``ValueError``
-        for an unknown provider."""
-        tools = self.model_tools(shape=shape, ready_only=ready_only)
-        if provider == "openai":
-            return to_openai_tools(tools, api=api, strict=strict)
-        if provider == "anthropic":
-            return to_anthropic_tools(tools)
-        raise ValueError(f"unknown provider {provider!r}: use 'openai' or 'anthropic'")
-
-    async def call_for_model(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | _UseDefault | None = USE_DEFAULT,
-        progress: ProgressCallback | None = None,
-        wait_ready: float | None = None,
-    ) -> ModelToolResult:
-        """Make the model's call of ``name`` (an MCP tool or a resource or prompt tool of
-        :meth:`model_tools`) and return what the model should read. Never raises for a failure
-        of the call: every outcome is a :class:`ModelToolResult` with a ``status``.
-
-        First the permission decision: the rules (``config.permission_rules``, first match
-        wins), the profile (``public_gateway`` and ``daemon`` deny the ``mcp.call`` capability
-        unless allowed) and the tool's risk (trust level and annotations). ``ask`` asks the
-        host's ``callbacks.approve`` (none: refused); an approval holds for that definition of
-        the tool until a re-listing changes it (then the host is asked again and told what
-        changed). A refused call is not sent: the model reads the decision and its reason. Then
-        the call (as :meth:`call`, with ``timeout``, ``progress`` and ``wait_ready``), and the
-        result rendered (text, media, resource links, structured content, the size budget,
-        binary payloads saved under :attr:`output_dir`; the injection banner for servers that
-        are not trusted). ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
-        RpcError and RuntimeClosed become results too."""
-        if self._state is not RuntimeState.OPEN:
-            return _failure(name, "closed", "the MCP runtime is closed; the call was not made")
-        if arguments is None:
-            arguments = {}
-        given: object = arguments  # hosts pass what the model sent, which may be anything
-        if not isinstance(given, Mapping):
-            return _failure(
-                name,
-                "invalid",
-                f"the arguments must be a JSON object, got {type(arguments).__name__}",
-            )
-        if name in CATALOG_TOOL_NAMES:
-            return await self._catalog_for_model(name, arguments)
-        registered = self.registry.get(name)
-        if registered is None:
-            try:
-                for owner in self._possible_owners(name):
-                    await self._session_for(owner, wait_ready)
-            except ServerUnavailable as exc:
-                return _failure(name, "unavailable", str(exc))
-            registered = self.registry.get(name)
-        if registered is None:
-            return _failure(
-                name, "not_found", f"there is no tool named {name!r}; use one of the tools offered"
-            )
-        server = self._supervisors[registered.server].config
-        gate = gate_call(
-            server=registered.server,
-            registered_name=name,
-            tool=registered.tool,
-            trusted=server.trust_level == "trusted",
-            rules=self.config.permission_rules,
-            profile=self.config.profile,
-            allowed_capabilities=self.config.allowed_capabilities,
-            store=self._approvals,
-        )
-        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
-        current = self.registry.get(name)
-        if decision.outcome == "allow" and (current is None or current.tool != registered.tool):
-            decision = Decision(
-                outcome="deny",
-                reason="the tool's definition changed while its approval was pending; call it "
-                "again to have the new definition approved",
-                rule=decision.rule,
-            )
-        if decision.outcome != "allow":
-            return await self._refused(name, decision, registered.server)
-        try:
-            result = await self.call(
-                name, arguments, timeout=timeout, progress=progress, wait_ready=wait_ready
-            )
-        except McpError as exc:
-            return _failure(name, _status_of(exc), str(exc), decision, registered.server)
-        rendered = await self._catalog.render(result, registered.server)
-        return ModelToolResult(
-            name=name,
-            text=rendered.text,
-            parts=rendered.parts,
-            is_error=rendered.is_error,
-            status="tool_error" if rendered.is_error else "ok",
-            decision=decision,
-            server=registered.server,
-            rendered=rendered,
-        )
-
-    async def _catalog_for_model(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
-        """A resource or prompt tool: read-only, but still under the rules and the profile's
-        ``mcp.call`` denial."""
-        decision = decide(
-            name,
-            self.config.permission_rules,
-            profile=self.config.profile,
-            risk=RiskLevel.READ_ONLY,
-            allowed_capabilities=self.config.allowed_capabilities,
-        )
-        server = arguments.get("server")
-        server_name = server if isinstance(server, str) else ""
-        if decision.outcome == "ask":
-            definition = next(
-                (
-                    tool
-                    for shape in ("echo", "agentao")
-                    for tool in self._catalog.tool_definitions(shape)
-                    if tool.name == name
-                ),
-                None,
-            )
-            request = ApprovalRequest(
-                server=server_name,
-                tool=name,
-                registered_name=name,
-                risk=RiskLevel.READ_ONLY,
-                arguments=dict(arguments),
-                reason=decision.reason,
-                definition=definition,
-            )
-            decision = await self._settle(decision, request, None)
-        if decision.outcome != "allow":
-            return await self._refused(name, decision, server_name or None)
-        result = await self._catalog.run_tool(name, arguments)
-        return attrs.evolve(result, decision=decision)
-
-    async def _settle(
-        self, decision: Decision, request: ApprovalRequest, gate: CallGate | None
-    ) -> Decision:
-        """An ``ask`` answered by the host's approval callback (allow or deny); other decisions
-        as they are. A yes is remembered for the tool's definition when ``gate`` is given."""
-        if decision.outcome != "ask":
-            return decision
-        approve = self.callbacks.approve
-        if approve is None:
-            return without_callback(decision)
-        try:
-            answer = await approve(request)
-        except Exception:  # the host's callback: a failure is a no
-            logger.exception("the approval callback failed for %s; the call is refused", request)
-            return Decision(
-                outcome="deny",
-                reason=f"approval needed ({decision.reason}) but the host's approval callback "
-                "failed",
-                rule=decision.rule,
-            )
-        if answer is not True:
-            return Decision(
-                outcome="deny",
-                reason=f"the user did not approve the call ({decision.reason})",
-                rule=decision.rule,
-            )
-        if gate is not None:
-            self._approvals.approve(gate.server, gate.tool)
-        return Decision(
-            outcome="allow", reason=f"approved by the user ({decision.reason})", rule=decision.rule
-        )
-
-    async def _refused(self, name: str, decision: Decision, server: str | None) -> ModelToolResult:
-        result = refusal_result(name, decision)
-        logger.info("call %s refused (%s): %s", name, decision.outcome, decision.reason)
-        text = result.text
-        return ModelToolResult(
-            name=name,
-            text=text,
-            parts=(TextPart(text=text),),
-            is_error=True,
-            status="refused",
-            decision=decision,
-            server=server,
-        )
-
     # ------------------------------------------------------------------ resources and prompts
 
     async def list_resources(
@@ -558,28 +315,30 @@ class Runtime:
         (``unknown_server``, ``hidden``, ``unavailable``, ``invalid``, ``server_error``...) or
         :class:`RuntimeClosed`; never returns partial data."""
         self._check_open()
-        return await self._catalog.list_resources(server, cursor)
+        return await self._resources.list_resources(server, cursor)
 
     async def list_resource_templates(
         self, server: str | None = None, cursor: str | None = None
     ) -> ResourceTemplatePage:
         """One page of ``server``'s resource templates; like :meth:`list_resources`."""
         self._check_open()
-        return await self._catalog.list_resource_templates(server, cursor)
+        return await self._resources.list_resource_templates(server, cursor)
 
-    async def read_resource(self, server: str | None, uri: str) -> ResourceRead:
+    async def read_resource(
+        self, server: str | None, uri: str, *, limit_blobs: bool = True
+    ) -> ResourceRead:
         """The contents of the resource ``uri`` of ``server`` (text parts and base64 blob
         parts). Raises :class:`McpCatalogError` (``not_found``; ``too_large`` for a blob over
         ``max_blob_bytes``; the kinds of :meth:`list_resources`) or :class:`RuntimeClosed`."""
         self._check_open()
-        return await self._catalog.read_resource(server, uri)
+        return await self._resources.read_resource(server, uri, limit_blobs=limit_blobs)
 
     async def list_prompts(
         self, server: str | None = None, cursor: str | None = None
     ) -> PromptPage:
         """One page of ``server``'s prompts; like :meth:`list_resources`."""
         self._check_open()
-        return await self._catalog.list_prompts(server, cursor)
+        return await self._resources.list_prompts(server, cursor)
 
     async def get_prompt(
         self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
@@ -588,7 +347,24 @@ class Runtime:
         messages with their roles. Raises :class:`McpCatalogError` (``invalid`` when the server
         refused the name or the arguments) or :class:`RuntimeClosed`."""
         self._check_open()
-        return await self._catalog.get_prompt(server, name, arguments)
+        return await self._resources.get_prompt(server, name, arguments)
+
+    async def list_page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
+        """One page of ``listing`` (:data:`RESOURCES`, :data:`TEMPLATES` or :data:`PROMPTS` of
+        :mod:`._resources`) of ``server``, as the typed ``list_*`` methods fetch it: the
+        building block of the model's resource and prompt tools."""
+        self._check_open()
+        return await self._resources.list_page(listing, server, cursor)
+
+    def offering(self, capability: Capability) -> tuple[str, ...]:
+        """The servers that are READY now and declare ``capability`` (``"resources"`` or
+        ``"prompts"``; for resources, not hidden by ``resources: false``), in name order."""
+        return self._resources.offering(capability)
+
+    def server_config(self, server: str) -> ServerConfig | None:
+        """The configuration of ``server``, or None when no server has that name."""
+        supervisor = self._supervisors.get(server)
+        return supervisor.config if supervisor is not None else None
 
     # ------------------------------------------------------------------ status and events
 
@@ -678,61 +454,8 @@ def _build(
         )
         for server in config.servers
     }
-    working_dir = config.working_dir if config.working_dir is not None else Path.cwd()
-    catalog = Catalog(
-        config=config, supervisors=supervisors, output_dir=output_dir_for(working_dir)
-    )
-    return Runtime(config, callbacks, registry, bus, supervisors, catalog)
-
-
-def _status_of(exc: McpError) -> ModelToolStatus:
-    """The status of a model's call that failed with ``exc``."""
-    if isinstance(exc, ToolNotFound):
-        return "not_found"
-    if isinstance(exc, ServerUnavailable):
-        return "unavailable"
-    if isinstance(exc, CallTimeout):
-        return "timeout"
-    if isinstance(exc, ServerDisconnected):
-        return "disconnected"
-    if isinstance(exc, RpcError):
-        return "rpc_error"
-    if isinstance(exc, RuntimeClosed):
-        return "closed"
-    return "error"
-
-
-_FAILURE_TEXT: Final[Mapping[str, str]] = {
-    "not_found": "the tool was not found",
-    "unavailable": "its MCP server is not available now",
-    "timeout": "the MCP server did not answer in time",
-    "disconnected": "the MCP server disconnected",
-    "rpc_error": "the MCP server answered with an error",
-    "closed": "the MCP runtime is closed",
-    "invalid": "the call was not valid",
-    "error": "the MCP server could not be used",
-}
-
-
-def _failure(
-    name: str,
-    status: ModelToolStatus,
-    message: str,
-    decision: Decision | None = None,
-    server: str | None = None,
-) -> ModelToolResult:
-    """A model-readable result for a call that failed before or while it was made."""
-    what = _FAILURE_TEXT.get(status, status)
-    text = f"The call to {name} failed ({status}: {what}): {message}"
-    return ModelToolResult(
-        name=name,
-        text=text,
-        parts=(TextPart(text=text),),
-        is_error=True,
-        status=status,
-        decision=decision,
-        server=server,
-    )
+    resources = Resources(config=config, supervisors=supervisors)
+    return Runtime(config, callbacks, registry, bus, supervisors, resources)
 
 
 async def serve_runtime(

@@ -25,17 +25,18 @@ from typing import Any
 import attrs
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConnectError,
     ConnectTimeout,
     McpError,
     ServerDisconnected,
     ServerUnavailable,
 )
-from ..transports._base import Transport
-from ._backoff import first_connect_delay, reconnect_delay
+from ...protocol._types import ServerCapabilities
+from ...transports._base import Transport
+from ..config._backoff import first_connect_delay, reconnect_delay
+from ..config._config import RuntimeConfig, ServerConfig
 from ._callbacks import HostCallbacks
-from ._config import RuntimeConfig, ServerConfig
 from ._events import ResourceUpdated, ServerLogged, ServerState, ServerStateChanged
 from ._registry import Registry, ReplaceTools, ToolRefusal, ToolsChanged, WithdrawServer
 from ._session import Session
@@ -78,6 +79,14 @@ class ServerStatus:
     #: The process id of a stdio server's current (or last) process.
     pid: int | None = None
     stderr_tail: tuple[str, ...] = ()
+    #: What the server declared in its handshake (None before its first connection).
+    capabilities: ServerCapabilities | None = None
+
+    def declares(self, capability: str) -> bool:
+        """Whether the server declared ``capability`` (``"tools"``, ``"resources"``,
+        ``"prompts"``, ``"logging"``...) in its current (or last) handshake."""
+        caps = self.capabilities
+        return caps is not None and getattr(caps, capability, None) is not None
 
 
 def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -169,6 +178,7 @@ class ServerSupervisor:
             failures=self._failures,
             pid=getattr(self._transport, "pid", None),
             stderr_tail=tail,
+            capabilities=info.capabilities if info else None,
         )
 
     def ready_session(self) -> Session:

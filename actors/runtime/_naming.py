@@ -12,6 +12,8 @@ import hashlib
 import re
 from typing import Final
 
+from ..config._config import SERVER_NAME_PATTERN, valid_server_name
+
 __all__ = [
     "MAX_NAME_LENGTH",
     "SERVER_NAME_PATTERN",
@@ -23,12 +25,6 @@ __all__ = [
 MAX_NAME_LENGTH: Final = 64
 _HEAD: Final = 55
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
-SERVER_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
-def valid_server_name(name: str) -> bool:
-    """Server names allow only ASCII letters, digits, ``.``, ``-`` and ``_``."""
-    return bool(SERVER_NAME_PATTERN.fullmatch(name))
 
 
 def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:

@@ -40,8 +40,8 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from ..protocol._errors import TransportClosed
-from ..transports._base import Transport, TransportInfo
+from ...protocol._errors import TransportClosed
+from ...transports._base import Transport, TransportInfo
 
 __all__ = [
     "ChaosAction",

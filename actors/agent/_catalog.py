@@ -1,7 +1,7 @@
 """Resources and prompts for the model and the host: read-only tools with progressive disclosure.
 
 The model reaches MCP resources and prompts through read-only tools, in the shape the host picks
-(``RuntimeConfig.catalog_shape``, or per call of ``rt.model_tools(shape=...)``):
+(``RuntimeConfig.catalog_shape``, or per call of ``AgentSurface.model_tools(shape=...)``):
 
 - ``"echo"``: ``mcp_resources`` with ``action`` = ``list`` | ``read`` | ``templates`` and
   ``mcp_prompts`` with ``action`` = ``list`` | ``get``;
@@ -32,9 +32,10 @@ their roles (``[user]``, ``[assistant]``), so a server-written assistant turn ne
 agent's own words. Binary contents are saved under the output directory (files 0600) and their
 path given; blobs over ``max_blob_bytes`` (10 MiB) are reported, never decoded.
 
-:class:`Catalog` also offers the same operations to hosts that build their own pickers
-(``rt.list_resources``, ``rt.read_resource``...): they return typed pages and raise
-:class:`McpCatalogError` with a ``kind`` instead of partial data.
+The tools are built on the runtime's own resource and prompt operations, which hosts that build
+their own pickers use directly (``rt.list_resources``, ``rt.read_resource``...: typed pages,
+:class:`McpCatalogError` with a ``kind`` instead of partial data; see
+:mod:`trio_mcp.actors.runtime._resources`).
 """
 
 from __future__ import annotations
@@ -44,45 +45,31 @@ import binascii
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal
 
 import attrs
 import trio
 
-from ..protocol._errors import (
-    CallTimeout,
-    InvalidParams,
+from ...protocol._errors import (
     McpCatalogError,
-    RemoteProtocolError,
-    ResourceNotFound,
-    RpcError,
-    ServerUnavailable,
-    TransportError,
 )
-from ..protocol._methods import decode_result
-from ..protocol._types import (
-    BlobResourceContents,
+from ...protocol._types import (
     CallToolResult,
     ContentBlock,
     EmbeddedResource,
-    GetPromptResult,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
     Prompt,
-    PromptMessage,
-    ReadResourceResult,
     Resource,
-    ResourceContents,
     ResourceTemplate,
     TextContent,
-    TextResourceContents,
     Tool,
     ToolAnnotations,
 )
-from ._config import CatalogShape, RuntimeConfig
-from ._events import ServerState
-from ._registry import RegisteredTool
+from ..config._config import CatalogShape, RuntimeConfig, ServerConfig
+from ..runtime._events import ServerState
+from ..runtime._registry import RegisteredTool
+from ..runtime._resources import PROMPTS, RESOURCES, TEMPLATES, Capability, Listing, Page
+from ..runtime._runtime import Runtime
+from ..runtime._toolcheck import scan_text
 from ._render import (
     ECHO_RESOURCES_TOOL,
     RenderedPart,
@@ -93,9 +80,6 @@ from ._render import (
     renders_inline,
 )
 from ._risk import Decision, RiskLevel
-from ._session import Session
-from ._supervisor import ServerSupervisor
-from ._toolcheck import scan_text
 
 __all__ = [
     "AGENTAO_CATALOG_TOOLS",
@@ -105,11 +89,6 @@ __all__ = [
     "ModelTool",
     "ModelToolResult",
     "ModelToolStatus",
-    "PromptPage",
-    "PromptRead",
-    "ResourcePage",
-    "ResourceRead",
-    "ResourceTemplatePage",
     "catalog_tool_definitions",
 ]
 
@@ -130,8 +109,6 @@ _MAX_ENTRY_DESCRIPTION: Final = 300
 _CURSOR_PREFIX: Final = "tmc1."
 #: Characters a listing keeps for its envelope (server, cursors, note, errors).
 _ENVELOPE: Final = 1_000
-
-Capability: TypeAlias = Literal["resources", "prompts"]
 
 #: What became of one model-facing call: ``ok``, ``tool_error`` (the tool ran and reported an
 #: error), ``refused`` (the permission decision), or a failure: ``not_found``, ``unavailable``,
@@ -196,7 +173,7 @@ class ModelTool:
 
 @attrs.frozen(kw_only=True)
 class ModelToolResult:
-    """What the model gets back from ``rt.call_for_model``: never an exception.
+    """What the model gets back from ``AgentSurface.call_for_model``: never an exception.
 
     ``text`` is the whole answer as one string and ``parts`` the same for a multimodal model
     (images and audio as :class:`MediaPart`); ``is_error`` is set for tool errors, refusals and
@@ -213,63 +190,6 @@ class ModelToolResult:
     decision: Decision | None = None
     server: str | None = None
     rendered: RenderedResult | None = None
-
-
-# --------------------------------------------------------------------------- host-facing types
-
-
-@attrs.frozen(kw_only=True)
-class ResourcePage:
-    """One page of a server's resources; ``next_cursor`` asks for the next page."""
-
-    server: str
-    resources: tuple[Resource, ...]
-    next_cursor: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ResourceTemplatePage:
-    """One page of a server's resource templates."""
-
-    server: str
-    resource_templates: tuple[ResourceTemplate, ...]
-    next_cursor: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class PromptPage:
-    """One page of a server's prompts."""
-
-    server: str
-    prompts: tuple[Prompt, ...]
-    next_cursor: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ResourceRead:
-    """A resource's contents: text parts (``TextResourceContents``) and blob parts (base64
-    ``BlobResourceContents``), as the server sent them."""
-
-    server: str
-    uri: str
-    contents: tuple[ResourceContents, ...]
-
-    @property
-    def text(self) -> str:
-        """The text of all text parts, joined by newlines."""
-        return "\n".join(
-            part.text for part in self.contents if isinstance(part, TextResourceContents)
-        )
-
-
-@attrs.frozen(kw_only=True)
-class PromptRead:
-    """A prompt filled in: its messages, each with its role."""
-
-    server: str
-    name: str
-    messages: tuple[PromptMessage, ...]
-    description: str | None = None
 
 
 # --------------------------------------------------------------------------- tool definitions
@@ -415,14 +335,22 @@ def catalog_tool_definitions(
 
 @attrs.frozen(kw_only=True)
 class _Listing:
-    """One kind of listing: its method, its result key, its capability and its compact form."""
+    """One kind of listing as the model sees it: the runtime's listing and its compact form."""
 
-    method: str
-    key: str
-    what: str
-    capability: Capability
-    entries: Callable[[Any], tuple[Any, ...]]
+    listing: Listing
     compact: Callable[[str, Any], dict[str, Any]]
+
+    @property
+    def key(self) -> str:
+        return self.listing.key
+
+    @property
+    def what(self) -> str:
+        return self.listing.what
+
+    @property
+    def capability(self) -> Capability:
+        return self.listing.capability
 
 
 def _cut(text: str | None) -> str | None:
@@ -468,52 +396,9 @@ def _compact_prompt(server: str, entry: Prompt) -> dict[str, Any]:
     return out
 
 
-def _resources_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListResourcesResult)
-    return result.resources
-
-
-def _templates_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListResourceTemplatesResult)
-    return result.resource_templates
-
-
-def _prompts_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListPromptsResult)
-    return result.prompts
-
-
-_RESOURCES: Final = _Listing(
-    method="resources/list",
-    key="resources",
-    what="resources",
-    capability="resources",
-    entries=_resources_of,
-    compact=_compact_resource,
-)
-_TEMPLATES: Final = _Listing(
-    method="resources/templates/list",
-    key="resourceTemplates",
-    what="resource templates",
-    capability="resources",
-    entries=_templates_of,
-    compact=_compact_template,
-)
-_PROMPTS: Final = _Listing(
-    method="prompts/list",
-    key="prompts",
-    what="prompts",
-    capability="prompts",
-    entries=_prompts_of,
-    compact=_compact_prompt,
-)
-_RESULT_TYPES: Final[Mapping[str, type]] = {
-    "resources/list": ListResourcesResult,
-    "resources/templates/list": ListResourceTemplatesResult,
-    "prompts/list": ListPromptsResult,
-    "resources/read": ReadResourceResult,
-    "prompts/get": GetPromptResult,
-}
+_RESOURCES: Final = _Listing(listing=RESOURCES, compact=_compact_resource)
+_TEMPLATES: Final = _Listing(listing=TEMPLATES, compact=_compact_template)
+_PROMPTS: Final = _Listing(listing=PROMPTS, compact=_compact_prompt)
 
 
 def _wrap_cursor(server_cursor: str | None, skip: int) -> str:
@@ -556,279 +441,25 @@ def _dump(value: Any) -> str:
 # --------------------------------------------------------------------------- the catalog
 
 
-@attrs.frozen(kw_only=True)
-class _Page:
-    server: str
-    entries: tuple[Any, ...]
-    next_cursor: str | None
-
-
 @attrs.define(eq=False)
 class Catalog:
-    """The resource and prompt operations over a runtime's servers, for the host (typed results,
-    :class:`McpCatalogError`) and for the model (:meth:`run_tool`, text results). Built by the
-    runtime; the host uses it through ``rt``."""
+    """The resource and prompt tools of the model (:meth:`run_tool`, text results), built on the
+    runtime's resource and prompt operations (``rt.list_resources``...). Built by
+    :class:`~trio_mcp.actors.agent.AgentSurface`."""
 
-    config: RuntimeConfig
-    supervisors: Mapping[str, ServerSupervisor]
+    runtime: Runtime
     output_dir: Path
 
-    # ------------------------------------------------------------------ servers
+    @property
+    def config(self) -> RuntimeConfig:
+        return self.runtime.config
 
-    def offering(self, capability: Capability) -> tuple[str, ...]:
-        """The servers that are connected now, declare ``capability`` and (for resources) are
-        not hidden, in name order."""
-        return tuple(
-            name
-            for name in sorted(self.supervisors)
-            if self._offers(self.supervisors[name], capability)
-        )
+    def _server(self, name: str) -> ServerConfig | None:
+        return self.runtime.server_config(name)
 
-    @staticmethod
-    def _declares(session: Session | None, capability: Capability) -> bool:
-        info = session.info if session is not None else None
-        if info is None:
-            return False
-        return getattr(info.capabilities, capability) is not None
-
-    def _offers(self, supervisor: ServerSupervisor, capability: Capability) -> bool:
-        if capability == "resources" and not supervisor.config.resources:
-            return False
-        if supervisor.state is not ServerState.READY:
-            return False
-        return self._declares(supervisor.session, capability)
-
-    def _resolve(
-        self, server: str | None, capability: Capability, method: str
-    ) -> tuple[ServerSupervisor, Session]:
-        """The server that answers ``method`` and its live session. Raises
-        :class:`McpCatalogError` saying why there is none."""
-        if server is None:
-            offering = self.offering(capability)
-            if len(offering) == 1:
-                server = offering[0]
-            elif not offering:
-                raise McpCatalogError(
-                    f"no connected MCP server offers {capability} now", kind="unavailable"
-                )
-            else:
-                raise McpCatalogError(
-                    f"several connected MCP servers offer {capability} "
-                    f"({', '.join(map(repr, offering))}): say which one with 'server'",
-                    kind="invalid",
-                )
-        supervisor = self.supervisors.get(server)
-        if supervisor is None:
-            offering = self.offering(capability)
-            known = ", ".join(map(repr, offering)) if offering else "none"
-            raise McpCatalogError(
-                f"there is no MCP server named {server!r} (servers that offer {capability}: "
-                f"{known})",
-                kind="unknown_server",
-                server=server,
-                method=method,
-            )
-        if capability == "resources" and not supervisor.config.resources:
-            raise McpCatalogError(
-                f"the MCP server {server!r} is hidden from the resource tools (its "
-                "configuration says resources: false)",
-                kind="hidden",
-                server=server,
-                method=method,
-            )
-        try:
-            session = supervisor.ready_session()
-        except ServerUnavailable as exc:
-            raise McpCatalogError(
-                str(exc), kind="unavailable", server=server, method=method
-            ) from exc
-        if not self._declares(session, capability):
-            raise McpCatalogError(
-                f"the MCP server {server!r} does not offer {capability} (it did not declare "
-                "the capability)",
-                kind="invalid",
-                server=server,
-                method=method,
-            )
-        return supervisor, session
-
-    async def _request(
-        self,
-        supervisor: ServerSupervisor,
-        session: Session,
-        method: str,
-        params: Mapping[str, Any] | None,
-    ) -> Any:
-        """Send ``method`` and decode its answer. Raises :class:`McpCatalogError` for every
-        failure."""
-        server = supervisor.name
-        try:
-            raw = await session.request(method, params, timeout=supervisor.config.timeout)
-        except ResourceNotFound as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} has no such resource: {_message(exc)}",
-                kind="not_found",
-                server=server,
-                method=method,
-            ) from exc
-        except InvalidParams as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} refused the request: {exc}",
-                kind="invalid",
-                server=server,
-                method=method,
-            ) from exc
-        except RpcError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} answered with an error: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        except CallTimeout as exc:
-            raise McpCatalogError(
-                str(exc), kind="server_error", server=server, method=method
-            ) from exc
-        except TransportError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} is not reachable: {exc}",
-                kind="unavailable",
-                server=server,
-                method=method,
-            ) from exc
-        except RemoteProtocolError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        try:
-            result = decode_result(method, raw)
-        except RemoteProtocolError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        expected = _RESULT_TYPES[method]
-        if not isinstance(result, expected):
-            raise McpCatalogError(
-                f"the MCP server {server!r} answered {method} with a {type(result).__name__}, "
-                "which this client cannot use here",
-                kind="server_error",
-                server=server,
-                method=method,
-            )
-        return result
-
-    async def _page(self, listing: _Listing, server: str | None, cursor: str | None) -> _Page:
-        supervisor, session = self._resolve(server, listing.capability, listing.method)
-        params = None if cursor is None else {"cursor": cursor}
-        result = await self._request(supervisor, session, listing.method, params)
-        return _Page(
-            server=supervisor.name,
-            entries=listing.entries(result),
-            next_cursor=result.next_cursor,
-        )
-
-    # ------------------------------------------------------------------ for the host
-
-    @staticmethod
-    def _cursor_needs_server(server: str | None, cursor: str | None) -> None:
-        if cursor is not None and server is None:
-            raise McpCatalogError(
-                "a cursor belongs to one server's listing: give 'server' with it",
-                kind="invalid",
-            )
-
-    async def list_resources(
-        self, server: str | None = None, cursor: str | None = None
-    ) -> ResourcePage:
-        """One page of ``server``'s resources (``cursor``: the ``next_cursor`` of the page
-        before). ``server`` may be None when exactly one connected server offers resources.
-        Raises :class:`McpCatalogError`."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(_RESOURCES, server, cursor)
-        return ResourcePage(
-            server=page.server, resources=page.entries, next_cursor=page.next_cursor
-        )
-
-    async def list_resource_templates(
-        self, server: str | None = None, cursor: str | None = None
-    ) -> ResourceTemplatePage:
-        """One page of ``server``'s resource templates; like :meth:`list_resources`."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(_TEMPLATES, server, cursor)
-        return ResourceTemplatePage(
-            server=page.server, resource_templates=page.entries, next_cursor=page.next_cursor
-        )
-
-    async def list_prompts(
-        self, server: str | None = None, cursor: str | None = None
-    ) -> PromptPage:
-        """One page of ``server``'s prompts; like :meth:`list_resources` (``resources: false``
-        does not hide prompts)."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(_PROMPTS, server, cursor)
-        return PromptPage(server=page.server, prompts=page.entries, next_cursor=page.next_cursor)
-
-    async def _read(self, server: str | None, uri: str) -> tuple[str, ReadResourceResult]:
-        supervisor, session = self._resolve(server, "resources", "resources/read")
-        result = await self._request(supervisor, session, "resources/read", {"uri": uri})
-        assert isinstance(result, ReadResourceResult)
-        return supervisor.name, result
-
-    async def read_resource(self, server: str | None, uri: str) -> ResourceRead:
-        """The contents of the resource ``uri`` of ``server``. Raises :class:`McpCatalogError`:
-        ``too_large`` when a blob is bigger than ``max_blob_bytes`` (judged from its base64
-        length; it is never decoded), and the kinds of the other operations."""
-        name, result = await self._read(server, uri)
-        limit = self.config.max_blob_bytes
-        for part in result.contents:
-            if isinstance(part, BlobResourceContents):
-                size = len(part.blob) * 3 // 4
-                if size > limit:
-                    raise McpCatalogError(
-                        f"the resource {uri!r} of server {name!r} has a blob of about "
-                        f"{size / (1024 * 1024):.1f} MiB, over the {limit:,}-byte limit "
-                        "(max_blob_bytes)",
-                        kind="too_large",
-                        server=name,
-                        method="resources/read",
-                    )
-        return ResourceRead(server=name, uri=uri, contents=result.contents)
-
-    async def _get(
-        self, server: str | None, name: str, arguments: Mapping[str, str] | None
-    ) -> tuple[str, GetPromptResult]:
-        supervisor, session = self._resolve(server, "prompts", "prompts/get")
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = dict(arguments)
-        result = await self._request(supervisor, session, "prompts/get", params)
-        assert isinstance(result, GetPromptResult)
-        return supervisor.name, result
-
-    async def get_prompt(
-        self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
-    ) -> PromptRead:
-        """The prompt ``name`` of ``server`` filled in with ``arguments`` (strings). Raises
-        :class:`McpCatalogError` (``invalid`` when the server refused the name or the
-        arguments)."""
-        for key, value in (arguments or {}).items():
-            if not isinstance(value, str):
-                raise McpCatalogError(
-                    f"prompt argument {key!r} must be a string, got {type(value).__name__}",
-                    kind="invalid",
-                    server=server,
-                    method="prompts/get",
-                )
-        served, result = await self._get(server, name, arguments)
-        return PromptRead(
-            server=served, name=name, messages=result.messages, description=result.description
-        )
+    async def _page(self, listing: _Listing, server: str | None, cursor: str | None) -> Page:
+        """One page of ``listing`` from the runtime. Raises :class:`McpCatalogError`."""
+        return await self.runtime.list_page(listing.listing, server, cursor)
 
     # ------------------------------------------------------------------ tool definitions
 
@@ -840,23 +471,23 @@ class Catalog:
             return ()
         return catalog_tool_definitions(
             shape,
-            resources=bool(self.offering("resources")),
-            prompts=bool(self.offering("prompts")),
+            resources=bool(self.runtime.offering("resources")),
+            prompts=bool(self.runtime.offering("prompts")),
         )
 
     def read_tool_name(self, server: str) -> str | None:
         """The tool a resource link of ``server`` tells the model to read it with (None: the
         model cannot read it: no catalog tools, or the server is hidden)."""
         shape = self.config.catalog_shape
-        supervisor = self.supervisors.get(server)
-        if shape is None or (supervisor is not None and not supervisor.config.resources):
+        config = self._server(server)
+        if shape is None or (config is not None and not config.resources):
             return None
         return ECHO_RESOURCES_TOOL if shape == "echo" else "read_mcp_resource"
 
     def trusted(self, server: str) -> bool:
         """Whether ``server`` is configured as trusted."""
-        supervisor = self.supervisors.get(server)
-        return supervisor is not None and supervisor.config.trust_level == "trusted"
+        config = self._server(server)
+        return config is not None and config.trust_level == "trusted"
 
     async def render(self, result: CallToolResult, server: str) -> RenderedResult:
         """``result`` of ``server`` rendered for the model with the runtime's budget, output
@@ -980,17 +611,16 @@ class Catalog:
         return self._list_result(name, out, compact[:shown], server=page.server)
 
     async def _model_list_all(self, name: str, listing: _Listing) -> ModelToolResult:
-        pages: dict[str, _Page] = {}
+        pages: dict[str, Page] = {}
         errors: dict[str, McpCatalogError] = {}
         candidates: list[str] = []
-        for server, supervisor in sorted(self.supervisors.items()):
-            if listing.capability == "resources" and not supervisor.config.resources:
+        for server, status in sorted(self.runtime.status().items()):
+            config = self._server(server)
+            if listing.capability == "resources" and (config is None or not config.resources):
                 continue  # hidden
-            if supervisor.state in (ServerState.DISABLED, ServerState.STOPPED):
+            if status.state in (ServerState.DISABLED, ServerState.STOPPED):
                 continue
-            if supervisor.state is ServerState.READY and not self._declares(
-                supervisor.session, listing.capability
-            ):
+            if status.state is ServerState.READY and not status.declares(listing.capability):
                 continue
             candidates.append(server)
 
@@ -1084,9 +714,10 @@ class Catalog:
         return None
 
     async def _model_read(self, name: str, server: str | None, uri: str) -> ModelToolResult:
-        served, result = await self._read(server, uri)
+        read = await self.runtime.read_resource(server, uri, limit_blobs=False)
+        served = read.server
         content: tuple[ContentBlock, ...] = tuple(
-            EmbeddedResource(resource=part) for part in result.contents
+            EmbeddedResource(resource=part) for part in read.contents
         )
         if not content:
             content = (TextContent(text=f"[the resource <{uri}> is empty]"),)
@@ -1104,7 +735,8 @@ class Catalog:
     async def _model_prompt(
         self, name: str, server: str | None, prompt: str, arguments: Mapping[str, str]
     ) -> ModelToolResult:
-        served, result = await self._get(server, prompt, arguments)
+        result = await self.runtime.get_prompt(server, prompt, arguments)
+        served = result.server
         header = f"[prompt {prompt!r} of the MCP server {served!r}"
         if result.description:
             header += f": {result.description}"

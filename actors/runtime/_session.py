@@ -38,8 +38,8 @@ import attrs
 import outcome
 import trio
 
-from ..protocol._codec import structure, unstructure
-from ..protocol._errors import (
+from ...protocol._codec import structure, unstructure
+from ...protocol._errors import (
     CallTimeout,
     HttpStatusError,
     InvalidMessage,
@@ -53,7 +53,7 @@ from ..protocol._errors import (
     TransportClosed,
     TransportError,
 )
-from ..protocol._jsonrpc import (
+from ...protocol._jsonrpc import (
     ErrorReceived,
     JsonRpcConnection,
     Notification,
@@ -66,8 +66,8 @@ from ..protocol._jsonrpc import (
     parse_message,
     serialize,
 )
-from ..protocol._methods import decode_notification, decode_params, decode_result
-from ..protocol._types import (
+from ...protocol._methods import decode_notification, decode_params, decode_result
+from ...protocol._types import (
     CallToolResult,
     InitializeResult,
     ProgressNotificationParams,
@@ -77,10 +77,10 @@ from ..protocol._types import (
     ServerCapabilities,
     Tool,
 )
-from ..protocol._versions import LATEST_LEGACY, check_initialize_answer, features
-from ..transports._base import Transport
+from ...protocol._versions import LATEST_LEGACY, check_initialize_answer, features
+from ...transports._base import Transport
+from ..config._config import RuntimeConfig, ServerConfig
 from ._callbacks import HostCallbacks
-from ._config import RuntimeConfig, ServerConfig
 from ._events import ResourceUpdated, ServerLogged
 from ._pending import PendingCalls, Waiter
 from ._registry import ToolRefusal

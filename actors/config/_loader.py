@@ -37,7 +37,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 
-from ..protocol._errors import ConfigError, McpTransportConfigError
+from ...protocol._errors import ConfigError, McpTransportConfigError
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
@@ -49,10 +49,10 @@ from ._config import (
     exactly_one_problem,
     redact_args,
     redact_url,
+    valid_server_name,
 )
-from ._naming import valid_server_name
+from ._policy import PROFILES, PermissionRule, parse_rules
 from ._redact import REDACTED
-from ._risk import PROFILES, PermissionRule, parse_rules
 
 __all__ = [
     "CONFIG_FILE_NAME",

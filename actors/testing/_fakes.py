@@ -13,7 +13,7 @@ Two ways to run it:
   client end of a fresh :func:`memory_transport_pair` and serves the server end in a task of its
   own nursery for as long as the ``async with`` block runs. No nursery has to be handed to the
   fake. ``fake.server_config()`` wraps that in a ``ServerConfig(type=CUSTOM)``.
-- **As a stdio subprocess**: ``python -m trio_mcp.actors._fake_stdio --spec FILE`` (or
+- **As a stdio subprocess**: ``python -m trio_mcp.actors.testing --spec FILE`` (or
   ``--spec-json TEXT``) serves the JSON spec described in :meth:`FakeServer.from_spec` as
   newline-delimited JSON on stdin/stdout, and exits with status 0 when stdin reaches EOF.
 
@@ -39,7 +39,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 import trio
 
-from ..protocol._errors import (
+from ...protocol._errors import (
     ConfigError,
     ConnectError,
     FrameTooLarge,
@@ -47,8 +47,8 @@ from ..protocol._errors import (
     RpcError,
     TransportClosed,
 )
-from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
-from ..protocol._jsonrpc import (
+from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
+from ...protocol._jsonrpc import (
     CANCELLED_NOTIFICATION,
     ErrorObject,
     ErrorResponse,
@@ -61,17 +61,17 @@ from ..protocol._jsonrpc import (
     classify,
     serialize,
 )
-from ..protocol._methods import encode
-from ..protocol._types import CallToolResult, ToolAnnotations
-from ..protocol._versions import LATEST_LEGACY, LEGACY_VERSIONS, LOG_LEVELS
-from ..transports._base import (
+from ...protocol._methods import encode
+from ...protocol._types import CallToolResult, ToolAnnotations
+from ...protocol._versions import LATEST_LEGACY, LEGACY_VERSIONS, LOG_LEVELS
+from ...transports._base import (
     Transport,
     TransportInfo,
     collapse_exception_group,
     map_transport_errors,
 )
-from ..transports._memory import MemoryTransport, memory_transport_pair
-from ._config import ServerConfig, TransportKind
+from ...transports._memory import MemoryTransport, memory_transport_pair
+from ..config._config import ServerConfig, TransportKind
 
 __all__ = [
     "FakePrompt",
@@ -1470,14 +1470,14 @@ def _load_spec(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve a fake MCP server on stdin/stdout: ``python -m trio_mcp.actors._fake_stdio --spec
+    """Serve a fake MCP server on stdin/stdout: ``python -m trio_mcp.actors.testing --spec
     FILE`` or ``--spec-json TEXT`` (see :meth:`FakeServer.from_spec` for the format).
 
     Returns 0 when stdin reaches end of file, 2 (with a message on stderr) when the spec cannot
     be read or is invalid.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m trio_mcp.actors._fake_stdio",
+        prog="python -m trio_mcp.actors.testing",
         description="A scriptable fake MCP server speaking newline-delimited JSON on stdio.",
     )
     source = parser.add_mutually_exclusive_group()

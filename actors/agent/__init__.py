@@ -1,0 +1,52 @@
+"""trio_mcp.actors.agent: what the model sees and what gates its calls: the agent surface over a
+runtime (model tools, provider export, the model's calls with permissions and approvals), risk,
+rendering, and the resource and prompt tools.
+"""
+
+from __future__ import annotations
+
+from ._catalog import (
+    AGENTAO_CATALOG_TOOLS,
+    CATALOG_TOOL_NAMES,
+    ECHO_CATALOG_TOOLS,
+    ModelTool,
+    ModelToolResult,
+    ModelToolStatus,
+    catalog_tool_definitions,
+)
+from ._export import (
+    Exportable,
+    ExportResult,
+    to_anthropic_tools,
+    to_openai_tools,
+)
+from ._risk import (
+    ApprovalCallback,
+    ApprovalRequest,
+    ApprovalStore,
+    Decision,
+    RiskLevel,
+)
+from ._surface import (
+    AgentSurface,
+)
+
+__all__ = [
+    "AGENTAO_CATALOG_TOOLS",
+    "CATALOG_TOOL_NAMES",
+    "ECHO_CATALOG_TOOLS",
+    "AgentSurface",
+    "ApprovalCallback",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "Decision",
+    "ExportResult",
+    "Exportable",
+    "ModelTool",
+    "ModelToolResult",
+    "ModelToolStatus",
+    "RiskLevel",
+    "catalog_tool_definitions",
+    "to_anthropic_tools",
+    "to_openai_tools",
+]

@@ -1,0 +1,352 @@
+"""The model-facing surface over a runtime: what the model sees and what gates its calls.
+
+``agent = AgentSurface(rt, approve=...)`` gives the tools to hand to the model
+(:meth:`AgentSurface.model_tools`, :meth:`AgentSurface.export_tools`: the registered MCP tools
+and the resource and prompt tools of the configured catalog shape) and makes the model's calls
+(:meth:`AgentSurface.call_for_model`): the permission decision (rules, profile, trust and risk,
+the host's ``approve`` callback, trust on first use), the call through ``rt.call``, and the result
+rendered for the model (text, media, resource links, structured content, the size budget, the
+injection banner), never an exception.
+
+The runtime handle keeps only the core (connections, calls, events); this surface is built over
+its public methods and owns the approvals it was given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+import attrs
+
+from ...protocol._errors import (
+    CallTimeout,
+    McpError,
+    RpcError,
+    RuntimeClosed,
+    ServerDisconnected,
+    ServerUnavailable,
+    ToolNotFound,
+)
+from ..config._config import CatalogShape
+from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
+from ..runtime._session import ProgressCallback
+from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
+from ._export import ExportResult, to_anthropic_tools, to_openai_tools
+from ._render import TextPart, output_dir_for
+from ._risk import (
+    ApprovalCallback,
+    ApprovalRequest,
+    ApprovalStore,
+    CallGate,
+    Decision,
+    RiskLevel,
+    assess,
+    decide,
+    gate_call,
+    refusal_result,
+    without_callback,
+)
+
+__all__ = ["AgentSurface"]
+
+logger = logging.getLogger("trio_mcp.agent")
+
+
+@attrs.define(eq=False)
+class AgentSurface:
+    """The model's view of a :class:`~trio_mcp.actors.Runtime`.
+
+    ``approve`` is asked when a call needs approval (the permission rules, the trust level and
+    the tool's risk decide); it gets an :class:`ApprovalRequest` and returns True to allow the
+    call. Without it every call that needs approval is refused; an exception it raises counts as
+    a no (logged). ``output_dir`` is where binary results are saved (default
+    ``<working_dir>/.trio-mcp/tool-outputs``, the working directory of the runtime's
+    configuration or the current one)."""
+
+    runtime: Runtime
+    approve: ApprovalCallback | None = attrs.field(default=None, kw_only=True)
+    output_dir: Path = attrs.field(kw_only=True)
+    _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
+    _catalog: Catalog = attrs.field(init=False)
+
+    @output_dir.default
+    def _default_output_dir(self) -> Path:
+        working_dir = self.runtime.config.working_dir
+        return output_dir_for(working_dir if working_dir is not None else Path.cwd())
+
+    def __attrs_post_init__(self) -> None:
+        self._catalog = Catalog(runtime=self.runtime, output_dir=self.output_dir)
+
+    @property
+    def approvals(self) -> ApprovalStore:
+        """The approvals given through the host's ``approve`` callback (trust on first use):
+        ``agent.approvals.revoke(server)`` forgets them."""
+        return self._approvals
+
+    def _shape(self, shape: CatalogShape | _UseDefault | None) -> CatalogShape | None:
+        return self.runtime.config.catalog_shape if isinstance(shape, _UseDefault) else shape
+
+    def model_tools(
+        self,
+        *,
+        shape: CatalogShape | _UseDefault | None = USE_DEFAULT,
+        ready_only: bool = False,
+    ) -> Mapping[str, ModelTool]:
+        """The tools to hand to the model, name -> :class:`ModelTool` (name, description, input
+        schema, risk), in name order: the registered MCP tools (as ``rt.tools()`` gives them)
+        plus the resource and prompt tools of ``shape`` (default ``config.catalog_shape``; None
+        for none), offered only while a connected server declares resources (and is not hidden
+        by ``resources: false``) or prompts. Route the model's calls of all of them to
+        :meth:`call_for_model`. Raises ``ValueError`` for an unknown shape."""
+        out: dict[str, ModelTool] = {}
+        for name, registered in self.runtime.tools(ready_only=ready_only).items():
+            trusted = self._catalog.trusted(registered.server)
+            out[name] = ModelTool.of(registered, risk=assess(registered.tool, trusted=trusted))
+        for tool in self._catalog.tool_definitions(self._shape(shape)):
+            out[tool.name] = ModelTool(
+                name=tool.name, tool=tool, risk=RiskLevel.READ_ONLY, kind="catalog"
+            )
+        return MappingProxyType(dict(sorted(out.items())))
+
+    def export_tools(
+        self,
+        provider: Literal["openai", "anthropic"],
+        *,
+        shape: CatalogShape | _UseDefault | None = USE_DEFAULT,
+        ready_only: bool = False,
+        api: Literal["chat", "responses"] = "chat",
+        strict: bool = False,
+    ) -> ExportResult:
+        """:meth:`model_tools` in a model provider's shape (``"openai"``: function tools, with
+        ``api`` and ``strict`` as :func:`to_openai_tools` takes them; ``"anthropic"``). A tool
+        the provider would reject is left out and named in ``refused``. Raises ``ValueError``
+        for an unknown provider."""
+        tools = self.model_tools(shape=shape, ready_only=ready_only)
+        if provider == "openai":
+            return to_openai_tools(tools, api=api, strict=strict)
+        if provider == "anthropic":
+            return to_anthropic_tools(tools)
+        raise ValueError(f"unknown provider {provider!r}: use 'openai' or 'anthropic'")
+
+    async def call_for_model(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | _UseDefault | None = USE_DEFAULT,
+        progress: ProgressCallback | None = None,
+        wait_ready: float | None = None,
+    ) -> ModelToolResult:
+        """Make the model's call of ``name`` (an MCP tool or a resource or prompt tool of
+        :meth:`model_tools`) and return what the model should read. Never raises for a failure
+        of the call: every outcome is a :class:`ModelToolResult` with a ``status``.
+
+        First the permission decision: the rules (``config.permission_rules``, first match
+        wins), the profile (``public_gateway`` and ``daemon`` deny the ``mcp.call`` capability
+        unless allowed) and the tool's risk (trust level and annotations). ``ask`` asks the
+        host's ``approve`` callback (none: refused); an approval holds for that definition of
+        the tool until a re-listing changes it (then the host is asked again and told what
+        changed). A refused call is not sent: the model reads the decision and its reason. Then
+        the call (as ``rt.call``, with ``timeout``, ``progress`` and ``wait_ready``), and the
+        result rendered (text, media, resource links, structured content, the size budget,
+        binary payloads saved under :attr:`output_dir`; the injection banner for servers that
+        are not trusted). ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
+        RpcError and RuntimeClosed become results too."""
+        if self.runtime.state is not RuntimeState.OPEN:
+            return _failure(name, "closed", "the MCP runtime is closed; the call was not made")
+        if arguments is None:
+            arguments = {}
+        given: object = arguments  # hosts pass what the model sent, which may be anything
+        if not isinstance(given, Mapping):
+            return _failure(
+                name,
+                "invalid",
+                f"the arguments must be a JSON object, got {type(arguments).__name__}",
+            )
+        if name in CATALOG_TOOL_NAMES:
+            return await self._catalog_for_model(name, arguments)
+        try:
+            registered = await self.runtime.lookup(name, wait_ready=wait_ready)
+        except ServerUnavailable as exc:
+            return _failure(name, "unavailable", str(exc))
+        except ToolNotFound:
+            return _failure(
+                name, "not_found", f"there is no tool named {name!r}; use one of the tools offered"
+            )
+        server = self.runtime.server_config(registered.server)
+        assert server is not None  # a registered tool's server is configured
+        gate = gate_call(
+            server=registered.server,
+            registered_name=name,
+            tool=registered.tool,
+            trusted=server.trust_level == "trusted",
+            rules=self.runtime.config.permission_rules,
+            profile=self.runtime.config.profile,
+            allowed_capabilities=self.runtime.config.allowed_capabilities,
+            store=self._approvals,
+        )
+        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
+        current = self.runtime.tools().get(name)
+        if decision.outcome == "allow" and (current is None or current.tool != registered.tool):
+            decision = Decision(
+                outcome="deny",
+                reason="the tool's definition changed while its approval was pending; call it "
+                "again to have the new definition approved",
+                rule=decision.rule,
+            )
+        if decision.outcome != "allow":
+            return await self._refused(name, decision, registered.server)
+        try:
+            result = await self.runtime.call(
+                name, arguments, timeout=timeout, progress=progress, wait_ready=wait_ready
+            )
+        except McpError as exc:
+            return _failure(name, _status_of(exc), str(exc), decision, registered.server)
+        rendered = await self._catalog.render(result, registered.server)
+        return ModelToolResult(
+            name=name,
+            text=rendered.text,
+            parts=rendered.parts,
+            is_error=rendered.is_error,
+            status="tool_error" if rendered.is_error else "ok",
+            decision=decision,
+            server=registered.server,
+            rendered=rendered,
+        )
+
+    async def _catalog_for_model(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
+        """A resource or prompt tool: read-only, but still under the rules and the profile's
+        ``mcp.call`` denial."""
+        decision = decide(
+            name,
+            self.runtime.config.permission_rules,
+            profile=self.runtime.config.profile,
+            risk=RiskLevel.READ_ONLY,
+            allowed_capabilities=self.runtime.config.allowed_capabilities,
+        )
+        server = arguments.get("server")
+        server_name = server if isinstance(server, str) else ""
+        if decision.outcome == "ask":
+            definition = next(
+                (
+                    tool
+                    for shape in ("echo", "agentao")
+                    for tool in self._catalog.tool_definitions(shape)
+                    if tool.name == name
+                ),
+                None,
+            )
+            request = ApprovalRequest(
+                server=server_name,
+                tool=name,
+                registered_name=name,
+                risk=RiskLevel.READ_ONLY,
+                arguments=dict(arguments),
+                reason=decision.reason,
+                definition=definition,
+            )
+            decision = await self._settle(decision, request, None)
+        if decision.outcome != "allow":
+            return await self._refused(name, decision, server_name or None)
+        result = await self._catalog.run_tool(name, arguments)
+        return attrs.evolve(result, decision=decision)
+
+    async def _settle(
+        self, decision: Decision, request: ApprovalRequest, gate: CallGate | None
+    ) -> Decision:
+        """An ``ask`` answered by the host's approval callback (allow or deny); other decisions
+        as they are. A yes is remembered for the tool's definition when ``gate`` is given."""
+        if decision.outcome != "ask":
+            return decision
+        approve = self.approve
+        if approve is None:
+            return without_callback(decision)
+        try:
+            answer = await approve(request)
+        except Exception:  # the host's callback: a failure is a no
+            logger.exception("the approval callback failed for %s; the call is refused", request)
+            return Decision(
+                outcome="deny",
+                reason=f"approval needed ({decision.reason}) but the host's approval callback "
+                "failed",
+                rule=decision.rule,
+            )
+        if answer is not True:
+            return Decision(
+                outcome="deny",
+                reason=f"the user did not approve the call ({decision.reason})",
+                rule=decision.rule,
+            )
+        if gate is not None:
+            self._approvals.approve(gate.server, gate.tool)
+        return Decision(
+            outcome="allow", reason=f"approved by the user ({decision.reason})", rule=decision.rule
+        )
+
+    async def _refused(self, name: str, decision: Decision, server: str | None) -> ModelToolResult:
+        result = refusal_result(name, decision)
+        logger.info("call %s refused (%s): %s", name, decision.outcome, decision.reason)
+        text = result.text
+        return ModelToolResult(
+            name=name,
+            text=text,
+            parts=(TextPart(text=text),),
+            is_error=True,
+            status="refused",
+            decision=decision,
+            server=server,
+        )
+
+
+def _status_of(exc: McpError) -> ModelToolStatus:
+    """The status of a model's call that failed with ``exc``."""
+    if isinstance(exc, ToolNotFound):
+        return "not_found"
+    if isinstance(exc, ServerUnavailable):
+        return "unavailable"
+    if isinstance(exc, CallTimeout):
+        return "timeout"
+    if isinstance(exc, ServerDisconnected):
+        return "disconnected"
+    if isinstance(exc, RpcError):
+        return "rpc_error"
+    if isinstance(exc, RuntimeClosed):
+        return "closed"
+    return "error"
+
+
+_FAILURE_TEXT: Final[Mapping[str, str]] = {
+    "not_found": "the tool was not found",
+    "unavailable": "its MCP server is not available now",
+    "timeout": "the MCP server did not answer in time",
+    "disconnected": "the MCP server disconnected",
+    "rpc_error": "the MCP server answered with an error",
+    "closed": "the MCP runtime is closed",
+    "invalid": "the call was not valid",
+    "error": "the MCP server could not be used",
+}
+
+
+def _failure(
+    name: str,
+    status: ModelToolStatus,
+    message: str,
+    decision: Decision | None = None,
+    server: str | None = None,
+) -> ModelToolResult:
+    """A model-readable result for a call that failed before or while it was made."""
+    what = _FAILURE_TEXT.get(status, status)
+    text = f"The call to {name} failed ({status}: {what}): {message}"
+    return ModelToolResult(
+        name=name,
+        text=text,
+        parts=(TextPart(text=text),),
+        is_error=True,
+        status=status,
+        decision=decision,
+        server=server,
+    )

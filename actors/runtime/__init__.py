@@ -1,0 +1,78 @@
+"""trio_mcp.actors.runtime: the runtime core: ``open_runtime`` / ``serve_runtime``, the
+``Runtime`` handle, its supervisors, sessions, pending-call tables and registry, and the events and
+statuses it reports.
+"""
+
+from __future__ import annotations
+
+from ._callbacks import (
+    ElicitationCallback,
+    HostCallbacks,
+    RootsCallback,
+    SamplingCallback,
+)
+from ._events import (
+    Event,
+    EventSubscription,
+    ResourceUpdated,
+    ServerLogged,
+    ServerState,
+    ServerStateChanged,
+    ToolRefusal,
+    ToolsChanged,
+)
+from ._naming import (
+    registered_name,
+)
+from ._registry import (
+    RegisteredTool,
+)
+from ._resources import (
+    PromptPage,
+    PromptRead,
+    ResourcePage,
+    ResourceRead,
+    ResourceTemplatePage,
+)
+from ._runtime import (
+    USE_DEFAULT,
+    Runtime,
+    RuntimeState,
+    open_runtime,
+    serve_runtime,
+)
+from ._session import (
+    ProgressCallback,
+)
+from ._supervisor import (
+    ServerStatus,
+)
+
+__all__ = [
+    "USE_DEFAULT",
+    "ElicitationCallback",
+    "Event",
+    "EventSubscription",
+    "HostCallbacks",
+    "ProgressCallback",
+    "PromptPage",
+    "PromptRead",
+    "RegisteredTool",
+    "ResourcePage",
+    "ResourceRead",
+    "ResourceTemplatePage",
+    "ResourceUpdated",
+    "RootsCallback",
+    "Runtime",
+    "RuntimeState",
+    "SamplingCallback",
+    "ServerLogged",
+    "ServerState",
+    "ServerStateChanged",
+    "ServerStatus",
+    "ToolRefusal",
+    "ToolsChanged",
+    "open_runtime",
+    "registered_name",
+    "serve_runtime",
+]

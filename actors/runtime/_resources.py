@@ -1,0 +1,463 @@
+"""Resources and prompts for the host: typed pages, reads and prompts, one server at a time.
+
+``rt.list_resources``, ``rt.list_resource_templates``, ``rt.read_resource``, ``rt.list_prompts``
+and ``rt.get_prompt`` return typed results and raise :class:`McpCatalogError` with a ``kind``
+instead of partial data. Which server answers: the one named, or, when none is named, the one
+connected server that offers the capability (with several, the call fails and lists them: an
+implicit pick would make one call mean different things at different times). A cursor always
+needs its server. The model-facing resource and prompt tools of :mod:`trio_mcp.actors.agent` are
+built on these operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from ...protocol._errors import (
+    CallTimeout,
+    InvalidParams,
+    McpCatalogError,
+    RemoteProtocolError,
+    ResourceNotFound,
+    RpcError,
+    ServerUnavailable,
+    TransportError,
+)
+from ...protocol._methods import decode_result
+from ...protocol._types import (
+    BlobResourceContents,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    TextResourceContents,
+)
+from ..config._config import RuntimeConfig
+from ._events import ServerState
+from ._session import Session
+from ._supervisor import ServerSupervisor
+
+__all__ = [
+    "PROMPTS",
+    "RESOURCES",
+    "TEMPLATES",
+    "Capability",
+    "Listing",
+    "Page",
+    "PromptPage",
+    "PromptRead",
+    "ResourcePage",
+    "ResourceRead",
+    "ResourceTemplatePage",
+    "Resources",
+]
+
+Capability: TypeAlias = Literal["resources", "prompts"]
+
+
+@attrs.frozen(kw_only=True)
+class ResourcePage:
+    """One page of a server's resources; ``next_cursor`` asks for the next page."""
+
+    server: str
+    resources: tuple[Resource, ...]
+    next_cursor: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResourceTemplatePage:
+    """One page of a server's resource templates."""
+
+    server: str
+    resource_templates: tuple[ResourceTemplate, ...]
+    next_cursor: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PromptPage:
+    """One page of a server's prompts."""
+
+    server: str
+    prompts: tuple[Prompt, ...]
+    next_cursor: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResourceRead:
+    """A resource's contents: text parts (``TextResourceContents``) and blob parts (base64
+    ``BlobResourceContents``), as the server sent them."""
+
+    server: str
+    uri: str
+    contents: tuple[ResourceContents, ...]
+
+    @property
+    def text(self) -> str:
+        """The text of all text parts, joined by newlines."""
+        return "\n".join(
+            part.text for part in self.contents if isinstance(part, TextResourceContents)
+        )
+
+
+@attrs.frozen(kw_only=True)
+class PromptRead:
+    """A prompt filled in: its messages, each with its role."""
+
+    server: str
+    name: str
+    messages: tuple[PromptMessage, ...]
+    description: str | None = None
+
+
+# --------------------------------------------------------------------------- listings
+
+
+@attrs.frozen(kw_only=True)
+class Listing:
+    """One kind of listing: its method, its result key, what it lists (for messages), its
+    capability, and how to take the entries out of its decoded result."""
+
+    method: str
+    key: str
+    what: str
+    capability: Capability
+    entries: Callable[[Any], tuple[Any, ...]]
+
+
+def _resources_of(result: Any) -> tuple[Any, ...]:
+    assert isinstance(result, ListResourcesResult)
+    return result.resources
+
+
+def _templates_of(result: Any) -> tuple[Any, ...]:
+    assert isinstance(result, ListResourceTemplatesResult)
+    return result.resource_templates
+
+
+def _prompts_of(result: Any) -> tuple[Any, ...]:
+    assert isinstance(result, ListPromptsResult)
+    return result.prompts
+
+
+RESOURCES: Final = Listing(
+    method="resources/list",
+    key="resources",
+    what="resources",
+    capability="resources",
+    entries=_resources_of,
+)
+TEMPLATES: Final = Listing(
+    method="resources/templates/list",
+    key="resourceTemplates",
+    what="resource templates",
+    capability="resources",
+    entries=_templates_of,
+)
+PROMPTS: Final = Listing(
+    method="prompts/list",
+    key="prompts",
+    what="prompts",
+    capability="prompts",
+    entries=_prompts_of,
+)
+_RESULT_TYPES: Final[Mapping[str, type]] = {
+    "resources/list": ListResourcesResult,
+    "resources/templates/list": ListResourceTemplatesResult,
+    "prompts/list": ListPromptsResult,
+    "resources/read": ReadResourceResult,
+    "prompts/get": GetPromptResult,
+}
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc.args[0]) if exc.args else str(exc)
+
+
+@attrs.frozen(kw_only=True)
+class Page:
+    server: str
+    entries: tuple[Any, ...]
+    next_cursor: str | None
+
+
+@attrs.define(eq=False)
+class Resources:
+    """The resource and prompt operations over a runtime's servers, for the host. Built by the
+    runtime; the host uses it through ``rt``."""
+
+    config: RuntimeConfig
+    supervisors: Mapping[str, ServerSupervisor]
+
+    # ------------------------------------------------------------------ servers
+
+    def offering(self, capability: Capability) -> tuple[str, ...]:
+        """The servers that are connected now, declare ``capability`` and (for resources) are
+        not hidden, in name order."""
+        return tuple(
+            name
+            for name in sorted(self.supervisors)
+            if self._offers(self.supervisors[name], capability)
+        )
+
+    @staticmethod
+    def _declares(session: Session | None, capability: Capability) -> bool:
+        info = session.info if session is not None else None
+        if info is None:
+            return False
+        return getattr(info.capabilities, capability) is not None
+
+    def _offers(self, supervisor: ServerSupervisor, capability: Capability) -> bool:
+        if capability == "resources" and not supervisor.config.resources:
+            return False
+        if supervisor.state is not ServerState.READY:
+            return False
+        return self._declares(supervisor.session, capability)
+
+    def _resolve(
+        self, server: str | None, capability: Capability, method: str
+    ) -> tuple[ServerSupervisor, Session]:
+        """The server that answers ``method`` and its live session. Raises
+        :class:`McpCatalogError` saying why there is none."""
+        if server is None:
+            offering = self.offering(capability)
+            if len(offering) == 1:
+                server = offering[0]
+            elif not offering:
+                raise McpCatalogError(
+                    f"no connected MCP server offers {capability} now", kind="unavailable"
+                )
+            else:
+                raise McpCatalogError(
+                    f"several connected MCP servers offer {capability} "
+                    f"({', '.join(map(repr, offering))}): say which one with 'server'",
+                    kind="invalid",
+                )
+        supervisor = self.supervisors.get(server)
+        if supervisor is None:
+            offering = self.offering(capability)
+            known = ", ".join(map(repr, offering)) if offering else "none"
+            raise McpCatalogError(
+                f"there is no MCP server named {server!r} (servers that offer {capability}: "
+                f"{known})",
+                kind="unknown_server",
+                server=server,
+                method=method,
+            )
+        if capability == "resources" and not supervisor.config.resources:
+            raise McpCatalogError(
+                f"the MCP server {server!r} is hidden from the resource tools (its "
+                "configuration says resources: false)",
+                kind="hidden",
+                server=server,
+                method=method,
+            )
+        try:
+            session = supervisor.ready_session()
+        except ServerUnavailable as exc:
+            raise McpCatalogError(
+                str(exc), kind="unavailable", server=server, method=method
+            ) from exc
+        if not self._declares(session, capability):
+            raise McpCatalogError(
+                f"the MCP server {server!r} does not offer {capability} (it did not declare "
+                "the capability)",
+                kind="invalid",
+                server=server,
+                method=method,
+            )
+        return supervisor, session
+
+    async def _request(
+        self,
+        supervisor: ServerSupervisor,
+        session: Session,
+        method: str,
+        params: Mapping[str, Any] | None,
+    ) -> Any:
+        """Send ``method`` and decode its answer. Raises :class:`McpCatalogError` for every
+        failure."""
+        server = supervisor.name
+        try:
+            raw = await session.request(method, params, timeout=supervisor.config.timeout)
+        except ResourceNotFound as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} has no such resource: {_message(exc)}",
+                kind="not_found",
+                server=server,
+                method=method,
+            ) from exc
+        except InvalidParams as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} refused the request: {exc}",
+                kind="invalid",
+                server=server,
+                method=method,
+            ) from exc
+        except RpcError as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} answered with an error: {exc}",
+                kind="server_error",
+                server=server,
+                method=method,
+            ) from exc
+        except CallTimeout as exc:
+            raise McpCatalogError(
+                str(exc), kind="server_error", server=server, method=method
+            ) from exc
+        except TransportError as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} is not reachable: {exc}",
+                kind="unavailable",
+                server=server,
+                method=method,
+            ) from exc
+        except RemoteProtocolError as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
+                kind="server_error",
+                server=server,
+                method=method,
+            ) from exc
+        try:
+            result = decode_result(method, raw)
+        except RemoteProtocolError as exc:
+            raise McpCatalogError(
+                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
+                kind="server_error",
+                server=server,
+                method=method,
+            ) from exc
+        expected = _RESULT_TYPES[method]
+        if not isinstance(result, expected):
+            raise McpCatalogError(
+                f"the MCP server {server!r} answered {method} with a {type(result).__name__}, "
+                "which this client cannot use here",
+                kind="server_error",
+                server=server,
+                method=method,
+            )
+        return result
+
+    async def _page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
+        supervisor, session = self._resolve(server, listing.capability, listing.method)
+        params = None if cursor is None else {"cursor": cursor}
+        result = await self._request(supervisor, session, listing.method, params)
+        return Page(
+            server=supervisor.name,
+            entries=listing.entries(result),
+            next_cursor=result.next_cursor,
+        )
+
+    # ------------------------------------------------------------------ for the host
+
+    @staticmethod
+    def _cursor_needs_server(server: str | None, cursor: str | None) -> None:
+        if cursor is not None and server is None:
+            raise McpCatalogError(
+                "a cursor belongs to one server's listing: give 'server' with it",
+                kind="invalid",
+            )
+
+    async def list_resources(
+        self, server: str | None = None, cursor: str | None = None
+    ) -> ResourcePage:
+        """One page of ``server``'s resources (``cursor``: the ``next_cursor`` of the page
+        before). ``server`` may be None when exactly one connected server offers resources.
+        Raises :class:`McpCatalogError`."""
+        self._cursor_needs_server(server, cursor)
+        page = await self._page(RESOURCES, server, cursor)
+        return ResourcePage(
+            server=page.server, resources=page.entries, next_cursor=page.next_cursor
+        )
+
+    async def list_resource_templates(
+        self, server: str | None = None, cursor: str | None = None
+    ) -> ResourceTemplatePage:
+        """One page of ``server``'s resource templates; like :meth:`list_resources`."""
+        self._cursor_needs_server(server, cursor)
+        page = await self._page(TEMPLATES, server, cursor)
+        return ResourceTemplatePage(
+            server=page.server, resource_templates=page.entries, next_cursor=page.next_cursor
+        )
+
+    async def list_prompts(
+        self, server: str | None = None, cursor: str | None = None
+    ) -> PromptPage:
+        """One page of ``server``'s prompts; like :meth:`list_resources` (``resources: false``
+        does not hide prompts)."""
+        self._cursor_needs_server(server, cursor)
+        page = await self._page(PROMPTS, server, cursor)
+        return PromptPage(server=page.server, prompts=page.entries, next_cursor=page.next_cursor)
+
+    async def list_page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
+        """One page of ``listing`` (resources, templates or prompts) of ``server``."""
+        self._cursor_needs_server(server, cursor)
+        return await self._page(listing, server, cursor)
+
+    async def _read(self, server: str | None, uri: str) -> tuple[str, ReadResourceResult]:
+        supervisor, session = self._resolve(server, "resources", "resources/read")
+        result = await self._request(supervisor, session, "resources/read", {"uri": uri})
+        assert isinstance(result, ReadResourceResult)
+        return supervisor.name, result
+
+    async def read_resource(
+        self, server: str | None, uri: str, *, limit_blobs: bool = True
+    ) -> ResourceRead:
+        """The contents of the resource ``uri`` of ``server``. Raises :class:`McpCatalogError`:
+        ``too_large`` when a blob is bigger than ``max_blob_bytes`` (judged from its base64
+        length; it is never decoded) unless ``limit_blobs`` is False, and the kinds of the other
+        operations."""
+        name, result = await self._read(server, uri)
+        limit = self.config.max_blob_bytes
+        for part in result.contents if limit_blobs else ():
+            if isinstance(part, BlobResourceContents):
+                size = len(part.blob) * 3 // 4
+                if size > limit:
+                    raise McpCatalogError(
+                        f"the resource {uri!r} of server {name!r} has a blob of about "
+                        f"{size / (1024 * 1024):.1f} MiB, over the {limit:,}-byte limit "
+                        "(max_blob_bytes)",
+                        kind="too_large",
+                        server=name,
+                        method="resources/read",
+                    )
+        return ResourceRead(server=name, uri=uri, contents=result.contents)
+
+    async def _get(
+        self, server: str | None, name: str, arguments: Mapping[str, str] | None
+    ) -> tuple[str, GetPromptResult]:
+        supervisor, session = self._resolve(server, "prompts", "prompts/get")
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        result = await self._request(supervisor, session, "prompts/get", params)
+        assert isinstance(result, GetPromptResult)
+        return supervisor.name, result
+
+    async def get_prompt(
+        self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
+    ) -> PromptRead:
+        """The prompt ``name`` of ``server`` filled in with ``arguments`` (strings). Raises
+        :class:`McpCatalogError` (``invalid`` when the server refused the name or the
+        arguments)."""
+        for key, value in (arguments or {}).items():
+            if not isinstance(value, str):
+                raise McpCatalogError(
+                    f"prompt argument {key!r} must be a string, got {type(value).__name__}",
+                    kind="invalid",
+                    server=server,
+                    method="prompts/get",
+                )
+        served, result = await self._get(server, name, arguments)
+        return PromptRead(
+            server=served, name=name, messages=result.messages, description=result.description
+        )

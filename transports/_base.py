@@ -1,15 +1,31 @@
 """The message-level transport contract that every trio-mcp transport implements.
 
 A transport moves whole JSON-RPC messages ("frames": one serialised message, without any line
-terminator) between us and one server. It knows nothing about MCP itself. stdio is the first
-implementation; memory, Streamable HTTP and WebSocket follow the same contract:
+terminator) between us and one server. It knows nothing about MCP itself, and it is an actor: it
+owns its I/O tasks (a reader, a writer, what else its medium needs) and its state, and is reached
+only through channels:
 
-- :meth:`Transport.send` writes one frame;
-- :meth:`Transport.receive` returns the next frame, raises :class:`TransportClosed` once the peer
-  is gone and :class:`FrameTooLarge` for an oversized frame;
-- :meth:`Transport.aclose` is idempotent; afterwards ``send`` and ``receive`` raise
-  :class:`TransportClosed`;
-- :attr:`Transport.info` says what the transport is connected to, for status output and logs.
+- **Up**: everything the server sends, and everything the transport learns on its own, goes into
+  one :class:`FrameSink` given when the transport is opened, a channel bounded in bytes
+  (:class:`~trio_mcp.transports._channel.ByteChannel`). A frame is put as ``bytes`` (the hot
+  path: no wrapper); what is not a frame is a :data:`TransportEvent`: a stderr line
+  (:class:`StderrLine`), one request failed on its own (:class:`RequestFailed`: an HTTP error
+  status, a response stream lost), the server ended the HTTP session
+  (:class:`SessionExpiredNotice`), and last of all :class:`ConnectionEnded`, after which the
+  transport closes the sink. A transport never calls its user's code: the actor that receives
+  from the sink decides what each item means, in its own task.
+- **Down**: :meth:`Transport.send` / :meth:`Transport.send_nowait` put a frame into the
+  transport's outbox (bounded in bytes too); its writer takes every frame ready and writes them
+  in one go. A frame may carry the id of the request it holds, so that at the end the transport
+  can say which requests never left (``ConnectionEnded.unsent``): a call whose request was never
+  written is safe to retry, one whose request may have been written has an unknown outcome.
+
+Optional abilities are typed :class:`~typing.Protocol` classes (:class:`VersionedTransport`,
+:class:`ResumableTransport`, :class:`ProcessTransport`) that mypy checks, each implemented by the
+transports that have it; their methods also go through the outbox, in order with the frames.
+
+Without a sink (a transport used on its own, as in the tests), the transport makes its own and
+:meth:`Transport.receive` reads frames from it.
 
 Foreign exceptions (trio's resource errors, :class:`OSError`) are turned into ours by
 :func:`map_transport_errors`, used at one place per I/O boundary.
@@ -19,18 +35,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
 import trio
 
-from ..protocol._errors import ConnectError, TransportClosed
+from ..protocol._errors import ConnectError, McpError, TransportClosed
+from ..protocol._jsonrpc import RequestId
+from ._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
 
 __all__ = [
+    "ConnectionEnded",
+    "FrameSink",
+    "Inbound",
+    "InboxReader",
+    "ProcessTransport",
+    "RequestFailed",
+    "ResumableTransport",
+    "SessionExpiredNotice",
+    "StderrLine",
     "Transport",
+    "TransportEvent",
     "TransportInfo",
+    "VersionedTransport",
     "collapse_exception_group",
+    "item_size",
     "map_transport_errors",
+    "open_inbox",
 ]
 
 
@@ -46,30 +77,125 @@ class TransportInfo:
         return f"{self.kind}: {self.detail}"
 
 
+# --------------------------------------------------------------------------- what goes up
+
+
+@attrs.frozen(kw_only=True)
+class StderrLine:
+    """A line the server wrote to stderr (stdio; decoded, cut at 4096 bytes). Best effort: when
+    the sink is full the line is not put (the transport's stderr tail still has it)."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class RequestFailed:
+    """The request ``request_id`` failed on its own with ``error`` (an HTTP error status, a POST
+    that could not be sent, a response stream lost before its answer); the connection goes on.
+    ``sent``: whether the request may have reached the server."""
+
+    request_id: RequestId
+    error: McpError
+    sent: bool
+
+
+@attrs.frozen(kw_only=True)
+class SessionExpiredNotice:
+    """The HTTP server ended our session. The transport now holds every frame it is given until
+    it is told to :meth:`~ResumableTransport.resume` (after a new ``initialize``, sent with
+    :meth:`~ResumableTransport.send_now`) or to :meth:`~ResumableTransport.discard_held`.
+    ``lost``: requests whose answers were lost with the old session (outcome unknown); the
+    requests the server refused with the old session id are held (never processed)."""
+
+    error: McpError
+    lost: tuple[RequestId, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionEnded:
+    """The last item a transport puts: why the connection ended (``error``, a
+    :class:`TransportClosed` or a :class:`FrameTooLarge` / :class:`ConnectError`...), and the
+    requests that never left (``unsent``)."""
+
+    error: McpError
+    unsent: frozenset[RequestId] = frozenset()
+
+
+TransportEvent: TypeAlias = StderrLine | RequestFailed | SessionExpiredNotice | ConnectionEnded
+#: What a transport puts into its sink: a frame, or an event.
+Inbound: TypeAlias = bytes | TransportEvent
+
+
+def item_size(item: object) -> int:
+    """What an item counts for in a channel bounded in bytes: a frame its length, anything
+    else :data:`~trio_mcp.transports._channel.ITEM_OVERHEAD`."""
+    return len(item) if isinstance(item, bytes) else ITEM_OVERHEAD
+
+
+class FrameSink(Protocol):
+    """Where a transport puts what goes up: the sending side of a channel bounded in bytes (a
+    :class:`~trio_mcp.transports._channel.ByteChannel` of :data:`Inbound` items, or of a wider
+    union that includes them: an actor's mailbox)."""
+
+    def send_nowait(self, item: Inbound, size: int = ...) -> None:
+        """Put ``item`` now; ``trio.WouldBlock`` when full."""
+        ...
+
+    async def send(self, item: Inbound, size: int = ...) -> None:
+        """Put ``item``, waiting for room (backpressure)."""
+        ...
+
+    def close(self) -> None:
+        """No more items (after :class:`ConnectionEnded`)."""
+        ...
+
+
+def open_inbox(max_bytes: int = DEFAULT_MAILBOX_BYTES) -> ByteChannel[Inbound]:
+    """A channel for a transport used on its own: pass it as the sink, and read it (or call the
+    transport's ``receive()``)."""
+    return ByteChannel[Inbound](max_bytes=max_bytes)
+
+
+@attrs.define(eq=False)
+class InboxReader:
+    """``receive()`` over a transport's own inbox, for a transport used without a sink of its
+    user's: frames are returned in order, a :class:`ConnectionEnded` is raised as its error
+    (and again on every later call), a :class:`RequestFailed` or
+    :class:`SessionExpiredNotice` is raised as its error once, and stderr lines are skipped."""
+
+    inbox: ByteChannel[Inbound]
+    _ended: McpError | None = attrs.field(default=None, init=False)
+
+    async def receive(self) -> bytes:
+        while True:
+            if self._ended is not None:
+                await trio.lowlevel.checkpoint()
+                raise self._ended
+            try:
+                item = await self.inbox.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                self._ended = TransportClosed("the connection ended")
+                continue
+            match item:
+                case bytes():
+                    return item
+                case ConnectionEnded(error=error):
+                    self._ended = error
+                case RequestFailed(error=error) | SessionExpiredNotice(error=error):
+                    raise error
+                case StderrLine():
+                    continue
+
+
+# --------------------------------------------------------------------------- the contract
+
+
 @runtime_checkable
 class Transport(Protocol):
     """A connection that moves whole JSON-RPC messages (frames) to and from one server.
 
-    Optional hooks a transport may also offer; the session uses each one when it is there:
-
-    - ``async send_many(frames: list[bytes])``: send several frames in one write (stdio);
-    - ``try_send(frame: bytes) -> bool``: write one frame now, whole, without yielding, or
-      write nothing and return False (stdio: up to ``PIPE_BUF`` bytes; memory). On an idle
-      connection the session writes a request from the caller's task this way, past its writer
-      task; raising means nothing was written;
-    - ``receive_nowait() -> bytes | None``: the next frame if one is ready now, else None (also
-      at the end, which ``receive`` then reports); the session's reader drains ready frames
-      with it before it waits again;
-    - ``set_frame_handler(handler)``: the transport calls ``handler(frame)`` synchronously from
-      its own reader task for every frame, instead of queueing it for ``receive`` (which then
-      only reports the end); the session then handles each answer without a task switch
-      (stdio);
-    - ``set_protocol_version(version: str)``: the handshake settled the revision (HTTP sends it
-      in the ``MCP-Protocol-Version`` header from then on);
-    - ``set_request_failure_handler(callback)``: ``callback(request_id, error, sent)`` fails one
-      call with a transport error of its own (HTTP status, lost response stream);
-    - ``resume()`` / ``discard_held()``: after :class:`SessionExpired`, re-send (or give up) the
-      requests the server refused with the old HTTP session.
+    Opened with a :class:`FrameSink` (see the module docstring); its I/O tasks run until
+    :meth:`aclose` (or the end of the connection, reported as :class:`ConnectionEnded`).
     """
 
     @property
@@ -77,28 +203,69 @@ class Transport(Protocol):
         """What this transport is connected to."""
         ...
 
-    async def send(self, frame: bytes) -> None:
-        """Send one serialised JSON-RPC message (without a line terminator).
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Put one serialised JSON-RPC message (without a line terminator) into the outbox now,
+        or raise ``trio.WouldBlock`` when the outbox is full. ``request_id``: the id of the
+        request it holds, if it is one. Raises :class:`TransportClosed` when the connection has
+        ended or the transport was closed (nothing was sent), and :class:`LocalProtocolError`
+        when the frame cannot be framed (an embedded newline on stdio)."""
+        ...
 
-        Concurrent calls are allowed and are written one after the other, whole. Raises
-        :class:`TransportClosed` if the transport or the peer is closed, and
-        :class:`LocalProtocolError` if the frame cannot be framed (an embedded newline on
-        stdio).
-        """
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """:meth:`send_nowait`, waiting for room in the outbox."""
         ...
 
     async def receive(self) -> bytes:
-        """Return the next message from the server.
-
-        Raises :class:`TransportClosed` when the peer is gone (the message says why, if known)
-        or after :meth:`aclose`, and :class:`FrameTooLarge` when the server sent a message
-        bigger than the configured maximum (the connection is unusable afterwards).
-        """
+        """For a transport opened without a sink: the next frame (see :class:`InboxReader`).
+        Raises ``RuntimeError`` when the frames go to a sink."""
         ...
 
     async def aclose(self) -> None:
         """Close the connection and release everything it holds. Idempotent, bounded in time,
         and runs to completion even when the calling task is cancelled."""
+        ...
+
+
+@runtime_checkable
+class VersionedTransport(Protocol):
+    """A transport that carries the negotiated protocol version itself (HTTP: the
+    ``MCP-Protocol-Version`` header of every request after the handshake)."""
+
+    async def set_protocol_version(self, version: str) -> None:
+        """Every frame sent after this call (in outbox order) carries ``version``."""
+        ...
+
+
+@runtime_checkable
+class ResumableTransport(Protocol):
+    """A transport whose server can end the session while the connection goes on (Streamable
+    HTTP): after a :class:`SessionExpiredNotice` it holds frames until told what to do."""
+
+    async def send_now(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Send ``frame`` past the held ones (the new ``initialize`` and ``initialized``)."""
+        ...
+
+    async def resume(self) -> None:
+        """The new session is initialized: send the held frames, in order."""
+        ...
+
+    async def discard_held(self) -> None:
+        """No new session: each held request fails as never sent (a :class:`RequestFailed`
+        with ``sent=False``), held notifications are dropped."""
+        ...
+
+
+@runtime_checkable
+class ProcessTransport(Protocol):
+    """A transport that runs the server as a child process (stdio)."""
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        ...
+
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The last lines the server wrote to stderr, oldest first (a snapshot)."""
         ...
 
 

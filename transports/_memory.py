@@ -1,15 +1,16 @@
-"""In-memory transports: two connected message-level ends on bounded trio memory channels.
+"""In-memory transports: two connected message-level ends over channels bounded in bytes.
 
-:func:`memory_transport_pair` gives a client end and a server end. What one end sends, the other
-receives, whole and in order; nothing is serialised or framed. Each direction is a bounded
-channel (``max_buffer`` frames), so a sender waits when its peer does not keep up, as it would on
-a real pipe.
+:func:`memory_transport_pair` gives a client end and a server end. What one end sends goes into
+the other end's sink, whole and in order; nothing is serialised or framed. Each end's sink is a
+:class:`~trio_mcp.transports._channel.ByteChannel` (its own, or the one given for the client end:
+a session's mailbox), so a sender waits when its peer does not keep up, as it would on a pipe.
+A memory end has no I/O task of its own: sending *is* putting into the peer's channel.
 
 Closing semantics, for both ends alike:
 
-- after ``a.aclose()``, ``b.receive()`` first returns every frame ``a`` had already sent, then
-  raises :class:`TransportClosed`; ``b.send()`` raises :class:`TransportClosed` at once (frames
-  that ``b`` had sent but ``a`` had not received are discarded);
+- after ``a.aclose()``, ``b`` first gets every frame ``a`` had already sent, then a
+  :class:`~trio_mcp.transports._base.ConnectionEnded` (``b.receive()`` raises
+  :class:`TransportClosed`); ``b.send()`` raises :class:`TransportClosed` at once;
 - ``a.send()`` and ``a.receive()`` raise :class:`TransportClosed` after ``a.aclose()``,
   including a ``receive`` that was already waiting in another task;
 - ``aclose()`` is idempotent and never blocks.
@@ -21,7 +22,9 @@ import attrs
 import trio
 
 from ..protocol._errors import TransportClosed
-from ._base import TransportInfo
+from ..protocol._jsonrpc import RequestId
+from ._base import ConnectionEnded, FrameSink, Inbound, InboxReader, TransportInfo, open_inbox
+from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
 
 __all__ = ["MemoryTransport", "MemoryTransportStatistics", "memory_transport_pair"]
 
@@ -31,8 +34,9 @@ class MemoryTransportStatistics:
     """A snapshot of one end of a memory pair.
 
     ``sent``: frames this end handed to its peer; ``received``: frames this end returned from
-    :meth:`MemoryTransport.receive`; ``buffered``: frames the peer sent that wait to be received
-    here; ``closed``: whether this end was closed with :meth:`MemoryTransport.aclose`.
+    :meth:`MemoryTransport.receive`; ``buffered``: items waiting in this end's own inbox (0 when
+    its frames go to a sink of its user's); ``closed``: whether this end was closed with
+    :meth:`MemoryTransport.aclose`.
     """
 
     sent: int
@@ -42,22 +46,31 @@ class MemoryTransportStatistics:
 
 
 @attrs.define(eq=False)
+class _Link:
+    """The state the two ends share: whether the connection is over, and why."""
+
+    ended: str | None = None
+
+
+@attrs.define(eq=False)
 class MemoryTransport:
     """One end of an in-memory, message-level connection. Build pairs with
-    :func:`memory_transport_pair`.
+    :func:`memory_transport_pair`; see :class:`~trio_mcp.transports.Transport` for the
+    contract. ``send`` and ``receive`` move whole frames (any bytes: nothing is parsed)."""
 
-    It implements the :class:`~trio_mcp.transports.Transport` contract: ``send`` and
-    ``receive`` move whole frames (any bytes: nothing is parsed), and raise
-    :class:`TransportClosed` once either end is closed (see the module docstring for the exact
-    order). Concurrent ``send`` calls are allowed.
-    """
-
-    _outgoing: trio.MemorySendChannel[bytes]
-    _incoming: trio.MemoryReceiveChannel[bytes]
+    _sink: FrameSink
     _info: TransportInfo
+    _link: _Link
+    _own_inbox: ByteChannel[Inbound] | None = None
+    _peer: MemoryTransport | None = attrs.field(default=None, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _sent: int = attrs.field(default=0, init=False)
     _received: int = attrs.field(default=0, init=False)
+    _reader: InboxReader | None = attrs.field(default=None, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self._own_inbox is not None:
+            self._reader = InboxReader(self._own_inbox)
 
     @property
     def info(self) -> TransportInfo:
@@ -71,84 +84,91 @@ class MemoryTransport:
 
     def statistics(self) -> MemoryTransportStatistics:
         """A snapshot of the counters. Never raises."""
+        inbox = self._own_inbox
         return MemoryTransportStatistics(
             sent=self._sent,
             received=self._received,
-            buffered=self._incoming.statistics().current_buffer_used,
+            buffered=len(inbox) if inbox is not None else 0,
             closed=self._closed,
         )
 
-    async def send(self, frame: bytes) -> None:
-        """Hand one frame to the peer, waiting while the peer's buffer is full.
-
-        Raises :class:`TransportClosed` when this end was closed, or when the peer was closed
-        (before or while waiting).
-        """
+    def _check(self) -> MemoryTransport:
         if self._closed:
+            raise self._closed_here("send")
+        peer = self._peer
+        if peer is None or self._link.ended is not None:
+            raise self._closed_there("send")
+        return peer
+
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Hand one frame to the peer now if its channel has room, else ``trio.WouldBlock``.
+        Raises :class:`TransportClosed` once either end is closed."""
+        peer = self._check()
+        data = bytes(frame)
+        try:
+            peer._sink.send_nowait(data, len(data))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise self._closed_there("send") from None
+        self._sent += 1
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Hand one frame to the peer, waiting while the peer's channel is full. Raises
+        :class:`TransportClosed` when either end is closed (before or while waiting)."""
+        try:
+            peer = self._check()
+        except TransportClosed:
             await trio.lowlevel.checkpoint()
-            raise self._closed_here("send")
+            raise
+        data = bytes(frame)
         try:
-            await self._outgoing.send(bytes(frame))
-        except trio.BrokenResourceError:
+            await peer._sink.send(data, len(data))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise self._closed_there("send") from None
-        except trio.ClosedResourceError:
-            raise self._closed_here("send") from None
-        self._sent += 1
-
-    def try_send(self, frame: bytes) -> bool:
-        """Hand one frame to the peer now if its buffer has room; returns whether it did. Never
-        yields to the scheduler. Raises like :meth:`send`."""
         if self._closed:
             raise self._closed_here("send")
-        try:
-            self._outgoing.send_nowait(bytes(frame))
-        except trio.WouldBlock:
-            return False
-        except trio.BrokenResourceError:
-            raise self._closed_there("send") from None
-        except trio.ClosedResourceError:
-            raise self._closed_here("send") from None
         self._sent += 1
-        return True
 
     async def receive(self) -> bytes:
-        """Return the next frame from the peer, waiting for one.
-
-        Raises :class:`TransportClosed` when this end was closed (also while waiting), or when
-        the peer was closed and every frame it had sent was already received.
-        """
+        """Return the next frame from the peer, waiting for one (only for an end opened without
+        a sink). Raises :class:`TransportClosed` when this end was closed (also while waiting),
+        or when the peer was closed and every frame it had sent was already received."""
+        if self._reader is None:
+            raise RuntimeError("this end's frames go to the sink it was opened with")
         if self._closed:
             await trio.lowlevel.checkpoint()
             raise self._closed_here("receive")
         try:
-            frame = await self._incoming.receive()
-        except trio.EndOfChannel:
-            raise self._closed_there("receive") from None
-        except trio.ClosedResourceError:
-            raise self._closed_here("receive") from None
-        self._received += 1
-        return frame
-
-    def receive_nowait(self) -> bytes | None:
-        """The next frame if one is buffered now, else None (also once the connection has
-        ended: :meth:`receive` then raises). Never yields to the scheduler."""
-        if self._closed:
-            return None
-        try:
-            frame = self._incoming.receive_nowait()
-        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-            return None
+            frame = await self._reader.receive()
+        except TransportClosed:
+            if self._closed:
+                raise self._closed_here("receive") from None
+            raise
         self._received += 1
         return frame
 
     async def aclose(self) -> None:
-        """Close this end: the peer sees end-of-stream after the frames already sent. Idempotent;
-        the closing itself is synchronous, so it happens even when the caller is cancelled."""
+        """Close this end: the peer gets the frames already sent, then the end. Idempotent; the
+        closing itself is synchronous, so it happens even when the caller is cancelled."""
         if not self._closed:
             self._closed = True
-            self._outgoing.close()
-            self._incoming.close()
+            first = self._link.ended is None
+            if first:
+                self._link.ended = "closed"
+            self._end(self, TransportClosed(self._closed_here("use").args[0]))
+            peer = self._peer
+            if peer is not None and first:
+                self._end(peer, peer._closed_there("receive"))
         await trio.lowlevel.checkpoint()
+
+    @staticmethod
+    def _end(end: MemoryTransport, error: TransportClosed) -> None:
+        """Put the end of the connection into ``end``'s sink (best effort: a full sink gets the
+        close alone, which its receiver sees as the end) and close it."""
+        try:
+            end._sink.send_nowait(ConnectionEnded(error=error))
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        end._sink.close()
 
     def _closed_there(self, action: str) -> TransportClosed:
         return TransportClosed(
@@ -163,27 +183,42 @@ class MemoryTransport:
 
 
 def memory_transport_pair(
-    *, max_buffer: int = 64, label: str = "memory pair"
+    *,
+    max_bytes: int = DEFAULT_MAILBOX_BYTES,
+    label: str = "memory pair",
+    client_sink: FrameSink | None = None,
 ) -> tuple[MemoryTransport, MemoryTransport]:
     """Two connected in-memory transports: ``(client_end, server_end)``.
 
-    Each direction buffers up to ``max_buffer`` frames (0: every ``send`` waits for the matching
-    ``receive``). ``label`` names the pair in :attr:`MemoryTransport.info` and in error messages.
+    What the server end sends goes into ``client_sink`` when it is given (a session's mailbox),
+    else into the client end's own inbox (read it with ``client_end.receive()``); the server end
+    always has its own inbox of ``max_bytes``. ``label`` names the pair in
+    :attr:`MemoryTransport.info` and in error messages.
 
-    Raises :class:`ValueError` when ``max_buffer`` is not an integer >= 0.
+    Raises :class:`ValueError` when ``max_bytes`` is not an integer >= 1.
     """
-    if isinstance(max_buffer, bool) or not isinstance(max_buffer, int) or max_buffer < 0:
-        raise ValueError(f"max_buffer must be an integer >= 0 (frames), got {max_buffer!r}")
-    to_server_send, to_server_receive = trio.open_memory_channel[bytes](max_buffer)
-    to_client_send, to_client_receive = trio.open_memory_channel[bytes](max_buffer)
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
+    link = _Link()
+    client_inbox: ByteChannel[Inbound] | None = None
+    if client_sink is None:
+        client_inbox = open_inbox(max_bytes)
+        sink: FrameSink = client_inbox
+    else:
+        sink = client_sink
+    server_inbox = open_inbox(max_bytes)
     client = MemoryTransport(
-        to_server_send,
-        to_client_receive,
+        sink,
         TransportInfo(kind="memory", detail=f"client end of {label}"),
+        link,
+        client_inbox,
     )
     server = MemoryTransport(
-        to_client_send,
-        to_server_receive,
+        server_inbox,
         TransportInfo(kind="memory", detail=f"server end of {label}"),
+        link,
+        server_inbox,
     )
+    client._peer = server
+    server._peer = client
     return client, server

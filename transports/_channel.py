@@ -1,0 +1,219 @@
+"""A memory channel bounded in bytes, with one receiver: the mailbox of an actor that takes
+frames from a transport.
+
+trio's memory channels are bounded in items; a transport that hands frames up must be bounded in
+bytes instead (64 frames of 16 MiB are a gigabyte). :class:`ByteChannel` holds items with a size
+each and refuses new ones while the sizes it holds reach ``max_bytes``; an item bigger than the
+whole budget is still taken when the channel is empty, so one large frame always gets through.
+
+It has exactly one receiving task at a time (an actor's mailbox) and any number of senders.
+Everything the receiving actor gets, it gets through :meth:`receive` (which waits) and
+:meth:`receive_nowait` (which never yields): an actor drains every ready item per wake-up with
+the second.
+
+Ends, in the manner of trio's channels:
+
+- :meth:`close` (the sending side is done): further sends raise ``trio.ClosedResourceError``; the
+  receiver takes what is left, then gets ``trio.EndOfChannel``;
+- :meth:`close_receiver` (nobody will receive): what is held is dropped, senders (also those
+  waiting for room) get ``trio.BrokenResourceError``, the receiver ``trio.ClosedResourceError``.
+
+Nothing here awaits inside a change of the channel's state: a send that finds room puts its item
+and wakes the receiver synchronously.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final, Generic, TypeVar
+
+import attrs
+import trio
+
+__all__ = ["DEFAULT_MAILBOX_BYTES", "ITEM_OVERHEAD", "ByteChannel", "ByteChannelStatistics"]
+
+T = TypeVar("T")
+
+#: The default budget of a mailbox that takes frames (256 KiB).
+DEFAULT_MAILBOX_BYTES: Final = 256 * 1024
+#: What an item that is not a frame counts for (a message between actors, an event).
+ITEM_OVERHEAD: Final = 64
+
+
+@attrs.frozen(kw_only=True)
+class ByteChannelStatistics:
+    """A snapshot: ``items`` and ``bytes`` held, ``max_bytes``, senders waiting for room, whether
+    a receiver waits, and whether either side is closed."""
+
+    items: int
+    bytes: int
+    max_bytes: int
+    senders_waiting: int
+    receiver_waiting: bool
+    closed: bool
+    receiver_closed: bool
+
+
+@attrs.define(eq=False)
+class ByteChannel(Generic[T]):
+    """A FIFO of items, bounded by the sum of their sizes. See the module docstring.
+
+    ``size`` (default :data:`ITEM_OVERHEAD`) is what an item counts for; a frame counts its
+    length.
+    """
+
+    max_bytes: int = DEFAULT_MAILBOX_BYTES
+    _items: deque[tuple[T, int]] = attrs.field(factory=deque, init=False)
+    _held: int = attrs.field(default=0, init=False)
+    _receiver: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
+    _senders: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
+    _closed: bool = attrs.field(default=False, init=False)
+    _receiver_closed: bool = attrs.field(default=False, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int):
+            raise TypeError(f"max_bytes must be an int, got {self.max_bytes!r}")
+        if self.max_bytes < 1:
+            raise ValueError(f"max_bytes must be at least 1, got {self.max_bytes}")
+
+    # ------------------------------------------------------------------ sending
+
+    def _has_room(self, size: int) -> bool:
+        return not self._items or self._held + size <= self.max_bytes
+
+    def send_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
+        """Put ``item`` now, or raise ``trio.WouldBlock`` when the channel is full (another
+        sender waiting for room counts as full: items keep their order). Raises
+        ``trio.ClosedResourceError`` after :meth:`close` and ``trio.BrokenResourceError`` after
+        :meth:`close_receiver`."""
+        self._check_send()
+        if self._senders or not self._has_room(size):
+            raise trio.WouldBlock
+        self._put(item, size)
+
+    async def send(self, item: T, size: int = ITEM_OVERHEAD) -> None:
+        """Put ``item``, waiting for room (in order with the other waiting senders). A
+        checkpoint. Raises like :meth:`send_nowait` (also when an end comes while waiting)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._check_send()
+        if not self._senders and self._has_room(size):
+            self._put(item, size)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        while True:
+            await self._senders.park()
+            self._check_send()
+            if self._has_room(size):
+                self._put(item, size)
+                self._senders.unpark()  # the next waiting sender may fit too
+                return
+
+    def _check_send(self) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the sending side of this channel was closed")
+        if self._receiver_closed:
+            raise trio.BrokenResourceError("nobody receives from this channel any more")
+
+    def _put(self, item: T, size: int) -> None:
+        self._items.append((item, size))
+        self._held += size
+        task = self._receiver
+        if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
+
+    def close(self) -> None:
+        """No more items: the receiver gets what is held, then ``trio.EndOfChannel``. Senders
+        waiting for room get ``trio.ClosedResourceError``. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._senders.unpark_all()
+        task = self._receiver
+        if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
+
+    # ------------------------------------------------------------------ receiving
+
+    def receive_nowait(self) -> T:
+        """The next item, now. Raises ``trio.WouldBlock`` when there is none yet,
+        ``trio.EndOfChannel`` once the channel is closed and empty, and
+        ``trio.ClosedResourceError`` after :meth:`close_receiver`."""
+        if self._receiver_closed:
+            raise trio.ClosedResourceError("this channel's receiver was closed")
+        if self._items:
+            item, size = self._items.popleft()
+            self._held -= size
+            if self._senders:
+                self._senders.unpark()
+            return item
+        if self._closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> T:
+        """The next item, waiting for one. A checkpoint. Raises like :meth:`receive_nowait`
+        (never ``trio.WouldBlock``); ``RuntimeError`` if another task is receiving."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            item = self.receive_nowait()
+        except trio.WouldBlock:
+            pass
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return item
+        if self._receiver is not None:
+            raise RuntimeError("another task is already receiving from this channel")
+        self._receiver = trio.lowlevel.current_task()
+
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            self._receiver = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        return self.receive_nowait()  # woken: an item, the end, or the receiver closed
+
+    def close_receiver(self) -> None:
+        """Nobody will receive: drop what is held; senders get ``trio.BrokenResourceError``.
+        Idempotent."""
+        self._receiver_closed = True
+        self._items.clear()
+        self._held = 0
+        self._senders.unpark_all()
+        task = self._receiver
+        if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
+
+    def drain(self) -> list[T]:
+        """Take every item held now, without waiting (for a receiver that closes and must know
+        what was never taken). Never raises."""
+        items = [item for item, _ in self._items]
+        self._items.clear()
+        self._held = 0
+        if self._senders:
+            self._senders.unpark_all()
+        return items
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def statistics(self) -> ByteChannelStatistics:
+        """A snapshot of the channel."""
+        return ByteChannelStatistics(
+            items=len(self._items),
+            bytes=self._held,
+            max_bytes=self.max_bytes,
+            senders_waiting=len(self._senders),
+            receiver_waiting=self._receiver is not None,
+            closed=self._closed,
+            receiver_closed=self._receiver_closed,
+        )

@@ -598,6 +598,23 @@ class JsonRpcConnection:
         self._sent_total += 1
         return Request(id=rid, method=method, params=params)
 
+    def expect(self, id: RequestId, method: str) -> None:
+        """Record request ``id`` (``method``), built and sent by someone else, as outstanding
+        until its answer arrives: :meth:`start_request` without building the envelope.
+
+        Raises :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a
+        string or an integer, or when ``id`` is still outstanding."""
+        self._check_open(f"expect an answer to {method}")
+        if isinstance(id, bool) or not isinstance(id, int | str):
+            raise LocalProtocolError(f"a request id is a string or an integer, not {id!r}")
+        if id in self._outstanding:
+            raise LocalProtocolError(
+                f"request id {id!r} is still in flight ({self._outstanding[id]}); "
+                "ids of requests in flight must differ"
+            )
+        self._outstanding[id] = method
+        self._sent_total += 1
+
     def notification(self, method: str, params: Mapping[str, Any] | None = None) -> Notification:
         """Build a notification to send. Raises :class:`LocalProtocolError` when the connection
         was lost."""
@@ -705,6 +722,11 @@ class JsonRpcConnection:
         return ErrorResponse(
             id=request_id, error=ErrorObject(code=code, message=message, data=data)
         )
+
+    def inbound_handed_off(self, request_id: RequestId) -> bool:
+        """Someone else answers the server's request ``request_id`` (and keeps track of it):
+        forget it here. Returns whether it was in flight. Never raises."""
+        return self._inbound.pop(request_id, None) is not None
 
     def inbound_cancelled(self, request_id: RequestId) -> bool:
         """The server cancelled its request ``request_id``: drop it, we must not answer it.

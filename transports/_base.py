@@ -227,7 +227,7 @@ class Transport(Protocol):
 
 
 @runtime_checkable
-class VersionedTransport(Protocol):
+class VersionedTransport(Transport, Protocol):
     """A transport that carries the negotiated protocol version itself (HTTP: the
     ``MCP-Protocol-Version`` header of every request after the handshake)."""
 
@@ -237,7 +237,7 @@ class VersionedTransport(Protocol):
 
 
 @runtime_checkable
-class ResumableTransport(Protocol):
+class ResumableTransport(Transport, Protocol):
     """A transport whose server can end the session while the connection goes on (Streamable
     HTTP): after a :class:`SessionExpiredNotice` it holds frames until told what to do."""
 
@@ -256,7 +256,7 @@ class ResumableTransport(Protocol):
 
 
 @runtime_checkable
-class ProcessTransport(Protocol):
+class ProcessTransport(Transport, Protocol):
     """A transport that runs the server as a child process (stdio)."""
 
     @property

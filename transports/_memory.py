@@ -18,6 +18,8 @@ Closing semantics, for both ends alike:
 
 from __future__ import annotations
 
+import contextlib
+
 import attrs
 import trio
 
@@ -164,10 +166,10 @@ class MemoryTransport:
     def _end(end: MemoryTransport, error: TransportClosed) -> None:
         """Put the end of the connection into ``end``'s sink (best effort: a full sink gets the
         close alone, which its receiver sees as the end) and close it."""
-        try:
+        with contextlib.suppress(
+            trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
             end._sink.send_nowait(ConnectionEnded(error=error))
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
         end._sink.close()
 
     def _closed_there(self, action: str) -> TransportClosed:

@@ -30,7 +30,7 @@ from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, Permission
 from ._redact import REDACTED, looks_secret
 
 if TYPE_CHECKING:
-    from ...transports._base import Transport
+    from ...transports._base import FrameSink, Transport
 
 __all__ = [
     "CATALOG_SHAPES",
@@ -86,7 +86,9 @@ SECURITY_POLICIES: Final[tuple[SecurityPolicy, ...]] = ("block", "warn")
 _TRUST_LEVELS: Final = ("untrusted", "trusted")
 _AUTH_MODES: Final = ("oauth",)
 
-TransportFactory = Callable[[], AbstractAsyncContextManager["Transport"]]
+#: ``factory(sink)``: a fresh transport whose frames and events go into ``sink`` (see
+#: :class:`trio_mcp.transports.FrameSink`).
+TransportFactory = Callable[["FrameSink"], AbstractAsyncContextManager["Transport"]]
 
 
 class TransportKind(StrEnum):
@@ -346,6 +348,13 @@ class RuntimeConfig:
     builtin_tool_names: frozenset[str] = frozenset()
     client_name: str = "trio-mcp"
     client_version: str | None = None
+    #: Closing the runtime (every server withdrawn and its transport closed, child processes
+    #: ended) takes at most this many seconds; what is left then is cancelled. stdio servers
+    #: share it out between closing stdin, SIGTERM and SIGKILL.
+    shutdown_grace: float = 10.0
+    #: The budget, in bytes, of each connection's mailbox (frames from the server waiting for
+    #: the session's table); a server that sends more waits (backpressure).
+    mailbox_bytes: int = 256 * 1024
 
     # --- the model-facing surface (``AgentSurface.call_for_model``, ``AgentSurface.model_tools``)
     #: Permission rules over registered names (globs), first match wins.
@@ -394,11 +403,22 @@ class RuntimeConfig:
                     f"permission_rules must hold PermissionRule objects (parse configuration "
                     f"entries with parse_rules()), got {rule!r}"
                 )
+        grace = self.shutdown_grace
+        if (
+            isinstance(grace, bool)
+            or not isinstance(grace, int | float)
+            or not math.isfinite(grace)
+            or grace <= 0
+        ):
+            raise ConfigError(
+                f"shutdown_grace must be a finite number of seconds > 0, got {grace!r}"
+            )
         for key, minimum in (
             ("render_budget", 200),
             ("max_blob_bytes", 1),
             ("catalog_list_cap", 1),
             ("offload_chars", 0),
+            ("mailbox_bytes", 1024),
         ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -22,6 +22,7 @@ __all__ = [
     "Event",
     "EventBus",
     "EventSubscription",
+    "ListChanged",
     "ResourceUpdated",
     "ServerLogged",
     "ServerState",
@@ -34,8 +35,8 @@ __all__ = [
 class ServerState(StrEnum):
     """Where a server's supervisor is.
 
-    ``DISABLED → CONNECTING → READY ⇄ RECONNECTING → PARKED``, plus ``NEEDS_AUTH``, ``FAILED``
-    and ``STOPPED``.
+    ``DISABLED → CONNECTING → READY ⇄ RECONNECTING → PARKED``, plus ``NEEDS_AUTH``, ``FAILED``,
+    and ``STOPPING → STOPPED`` when the runtime closes (or the server is stopped).
     """
 
     DISABLED = "disabled"
@@ -45,6 +46,7 @@ class ServerState(StrEnum):
     PARKED = "parked"
     NEEDS_AUTH = "needs_auth"
     FAILED = "failed"
+    STOPPING = "stopping"
     STOPPED = "stopped"
 
 
@@ -73,6 +75,15 @@ class ServerLogged:
 
 
 @attrs.frozen(kw_only=True)
+class ListChanged:
+    """A server said that its list of ``kind`` (``"resources"`` or ``"prompts"``) changed; list
+    them again to see it (tool lists are re-listed by the runtime: see :class:`ToolsChanged`)."""
+
+    server: str
+    kind: str
+
+
+@attrs.frozen(kw_only=True)
 class ResourceUpdated:
     """A subscribed resource changed on the server."""
 
@@ -80,7 +91,7 @@ class ResourceUpdated:
     uri: str
 
 
-Event: TypeAlias = ServerStateChanged | ToolsChanged | ServerLogged | ResourceUpdated
+Event: TypeAlias = ServerStateChanged | ToolsChanged | ServerLogged | ResourceUpdated | ListChanged
 
 
 @attrs.define(eq=False)

@@ -1,43 +1,136 @@
-"""PendingCalls: request id -> one-shot waiter, for one connection generation.
+"""PendingCalls: the actor that owns one connection generation's table of waiting calls.
 
-Every operation is synchronous, so the table can be failed as a whole from a cancelled
-``finally:`` (when the connection ends, every waiting call learns it at once), and a reply that
-arrives after its caller gave up resolves nothing and harms nothing.
+It is a trio task (:meth:`PendingCalls.run`) in the session's nursery, and the receiving end of
+the connection: its mailbox is the :class:`~trio_mcp.transports._channel.ByteChannel` that the
+transport was opened with, bounded in bytes. Two kinds of senders reach it there:
+
+- the **transport**, with every frame the server sent and the transport's events
+  (:class:`~trio_mcp.transports.StderrLine`, :class:`~trio_mcp.transports.RequestFailed`,
+  :class:`~trio_mcp.transports.SessionExpiredNotice`, and last
+  :class:`~trio_mcp.transports.ConnectionEnded`);
+- **callers**, with :class:`Expect` (a request is about to be sent: here is its waiter; put
+  before the frame goes out, so an answer can never overtake it) and :class:`Forget` (the caller
+  stopped waiting).
+
+Only this task changes the table: the sans-IO correlation machine
+(:class:`~trio_mcp.protocol.JsonRpcConnection`), the waiters, the progress tokens and the
+deadline heap. It parses each frame, resolves the waiter of an answer **synchronously** (the
+caller's task is rescheduled with the result, no task in between), hands progress to the
+waiting caller (whose own task runs the host's progress callback), fails a call whose deadline
+passed (its caller then tells the server), and passes server requests, notifications and stderr
+lines to the session's :class:`~trio_mcp.actors.runtime._dispatcher.Dispatcher` and a session
+expiry to the session's task. Every ready item is handled per wake-up, and the deadline of the
+earliest call is the deadline of the wait, so a flooding server cannot stop a timeout from
+firing.
+
+When the connection ends (:class:`~trio_mcp.transports.ConnectionEnded`, the end of the
+mailbox, or the session's nursery torn down), every waiter fails in one synchronous step with
+:class:`ServerDisconnected`, each saying whether its request was sent (a request the transport
+never took is safe to retry; one that may have gone out has an unknown outcome and is never
+re-sent), and the supervisor is told.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+import contextlib
+import heapq
+import json
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
 import outcome
 import trio
 
-from ...protocol._errors import ServerDisconnected
-from ...protocol._jsonrpc import RequestId
+from ...protocol._errors import (
+    HttpStatusError,
+    InvalidMessage,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+    RpcError,
+    ServerDisconnected,
+    TransportClosed,
+)
+from ...protocol._jsonrpc import (
+    ErrorReceived,
+    JsonRpcConnection,
+    Notification,
+    NotificationReceived,
+    Request,
+    RequestId,
+    RequestReceived,
+    ResponseReceived,
+    UnexpectedResponse,
+    parse_message,
+)
+from ...protocol._methods import decode_notification
+from ...protocol._types import ProgressNotificationParams
+from ...transports._base import (
+    ConnectionEnded,
+    Inbound,
+    RequestFailed,
+    SessionExpiredNotice,
+    StderrLine,
+)
+from ...transports._channel import ByteChannel
 
-__all__ = ["PendingCalls", "PendingStatistics", "Waiter"]
+__all__ = [
+    "AllowBatches",
+    "ConnectionLost",
+    "Expect",
+    "Forget",
+    "Mailbox",
+    "PendingCalls",
+    "PendingItem",
+    "PendingStatistics",
+    "ProgressCallback",
+    "TimedOut",
+    "Waiter",
+]
 
-_INF = float("inf")
+logger = logging.getLogger("trio_mcp.session")
+
+#: What the host's progress callback gets; it may be sync or async, and runs in the caller's task.
+ProgressCallback: TypeAlias = Callable[[ProgressNotificationParams], Awaitable[None] | None]
+
+#: Progress notifications kept for a caller that has not taken them yet (the oldest go first:
+#: progress is cumulative, the newest says the most).
+PROGRESS_BACKLOG: Final = 16
+#: The table is swept for abandoned waiters when it grows past this many entries beyond twice
+#: the number seen at the last sweep.
+_SWEEP_SLACK: Final = 256
+_INF: Final = float("inf")
 
 
-@attrs.define(eq=False)
+class TimedOut(Exception):
+    """Internal: the table failed a waiter whose deadline passed. Never escapes the session (its
+    caller turns it into a :class:`CallTimeout`)."""
+
+
+# --------------------------------------------------------------------------- the waiter
+
+
 class Waiter:
-    """One call waiting for its answer. Resolved at most once; awaited by exactly one task.
+    """One call waiting for its answer: a one-shot result and a small queue of progress, for
+    exactly one waiting task.
 
-    Resolving reschedules the waiting task directly (no :class:`trio.Event` and no parking lot:
-    this is on every call's path)."""
+    The table resolves it (:meth:`resolve`, at most once, synchronously: the waiting task is
+    rescheduled directly) and hands it progress (:meth:`push_progress`); the caller waits for
+    both (:meth:`wait`) and runs its progress callback in its own task. ``abandoned`` is the
+    caller's: set when it stopped waiting, so that the table can forget it."""
 
-    request_id: RequestId
-    method: str
-    #: Set by the writer just before the request's bytes go to the transport: from then on a lost
-    #: connection leaves the outcome unknown.
-    sent: bool = False
-    #: When the call times out (``trio.current_time()`` clock); kept by the session's timer.
-    deadline: float = _INF
-    _task: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
-    _result: outcome.Outcome[Mapping[str, Any]] | None = attrs.field(default=None, init=False)
+    __slots__ = ("_progress", "_result", "_task", "abandoned", "method", "request_id")
+
+    def __init__(self, request_id: RequestId, method: str) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.abandoned = False
+        self._task: trio.lowlevel.Task | None = None
+        self._result: outcome.Outcome[Mapping[str, Any]] | None = None
+        self._progress: deque[ProgressNotificationParams] | None = None
 
     @property
     def done(self) -> bool:
@@ -49,30 +142,135 @@ class Waiter:
         if self._result is not None:
             return False
         self._result = result
+        self._wake()
+        return True
+
+    def push_progress(self, params: ProgressNotificationParams) -> None:
+        """Queue a progress notification for the caller (the oldest is dropped past
+        :data:`PROGRESS_BACKLOG`) and wake it."""
+        if self._result is not None:
+            return
+        if self._progress is None:
+            self._progress = deque(maxlen=PROGRESS_BACKLOG)
+        self._progress.append(params)
+        self._wake()
+
+    def _wake(self) -> None:
         task = self._task
         if task is not None:
             self._task = None
             trio.lowlevel.reschedule(task)
-        return True
 
-    async def wait(self) -> Mapping[str, Any]:
-        """Wait for the outcome and return the result (or raise the stored error).
+    async def wait(self, on_progress: ProgressCallback | None = None) -> Mapping[str, Any]:
+        """Wait for the outcome and return the result (or raise the stored error); meanwhile
+        call ``on_progress`` with each progress notification, here, in the caller's task (an
+        exception it raises is logged and it is not called again).
 
         A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
         waiter stays unresolved; the caller decides what that means)."""
-        if self._result is None:
+        while True:
+            progress = self._progress
+            if progress:
+                params = progress.popleft()
+                if on_progress is not None:
+                    on_progress = await _run_progress(on_progress, params)
+                continue
+            if self._result is not None:
+                return self._result.unwrap()
             if self._task is not None:
                 raise RuntimeError(f"request {self.request_id!r} is already awaited by a task")
             self._task = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort)
-        else:
-            await trio.lowlevel.checkpoint()
-        assert self._result is not None
-        return self._result.unwrap()
 
     def _abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
         self._task = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+async def _run_progress(
+    callback: ProgressCallback, params: ProgressNotificationParams
+) -> ProgressCallback | None:
+    """Run the host's progress callback; None (stop calling it) when it failed."""
+    try:
+        result = callback(params)
+        if result is not None:
+            await result
+    except Exception:  # the host's callback: log it and stop calling it
+        logger.exception("progress callback failed; it is not called again")
+        return None
+    return callback
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@attrs.frozen(kw_only=True)
+class Expect:
+    """A caller is about to send request ``request_id``: wait for its answer with ``waiter``.
+
+    ``deadline`` (trio clock): fail it with :class:`TimedOut` then. With ``progress_token``,
+    progress notifications for that token go to the waiter, and each one moves the deadline to
+    ``now + reset_timeout`` (when given), never past ``hard_deadline``."""
+
+    request_id: RequestId
+    method: str
+    waiter: Waiter = attrs.field(eq=False)
+    deadline: float = _INF
+    progress_token: int | str | None = None
+    reset_timeout: float | None = None
+    hard_deadline: float = _INF
+
+
+@attrs.frozen(kw_only=True)
+class Forget:
+    """The caller of ``request_id`` stopped waiting (timed out or cancelled)."""
+
+    request_id: RequestId
+
+
+@attrs.frozen(kw_only=True)
+class AllowBatches:
+    """The handshake settled a revision with JSON-RPC batches (2025-03-26): parse arrays."""
+
+
+#: Everything the table's mailbox carries.
+PendingItem: TypeAlias = Inbound | Expect | Forget | AllowBatches
+Mailbox: TypeAlias = ByteChannel[PendingItem]
+
+
+class DispatchSink(Protocol):
+    """Where the table passes what is not an answer: the dispatcher's mailbox."""
+
+    def send_nowait(self, value: Any, /) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionLost:
+    """The table's word to the supervisor: the connection of ``generation`` ended with
+    ``error`` (every waiting call has failed already)."""
+
+    generation: int
+    error: McpError
+
+
+class LossSink(Protocol):
+    """Who is told that the connection ended (the supervisor's mailbox)."""
+
+    def send_nowait(self, value: ConnectionLost, /) -> None: ...
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@attrs.define(eq=False)
+class _Entry:
+    """One waiting call, as the table keeps it."""
+
+    waiter: Waiter
+    deadline: float
+    progress_token: int | str | None
+    reset_timeout: float | None
+    hard_deadline: float
 
 
 @attrs.frozen(kw_only=True)
@@ -80,86 +278,396 @@ class PendingStatistics:
     outstanding: int
     resolved_total: int
     failed_total: int
+    frames_total: int
+    wakeups_total: int
 
 
 @attrs.define(eq=False)
 class PendingCalls:
-    """The waiters of one connection generation."""
+    """The table of one connection generation. Build it, then ``nursery.start(table.run)``;
+    callers and the transport reach it through :attr:`mailbox` only."""
 
     server: str
-    _waiters: dict[RequestId, Waiter] = attrs.field(factory=dict, init=False)
-    _closed_reason: str | None = attrs.field(default=None, init=False)
+    generation: int
+    mailbox: Mailbox
+    #: the dispatcher's mailbox (server requests, notifications, stderr lines)
+    dispatch: DispatchSink
+    #: the session's control mailbox (a session expiry)
+    control: DispatchSink
+    #: told (a :class:`ConnectionLost`) when the connection ends
+    lost: LossSink
+    _conn: JsonRpcConnection = attrs.field(factory=JsonRpcConnection, init=False)
+    _entries: dict[RequestId, _Entry] = attrs.field(factory=dict, init=False)
+    _tokens: dict[int | str, RequestId] = attrs.field(factory=dict, init=False)
+    #: (deadline, sequence, request id): lazily cleaned (answered calls stay until they surface)
+    _deadlines: list[tuple[float, int, RequestId]] = attrs.field(factory=list, init=False)
+    _sequence: int = attrs.field(default=0, init=False)
+    _timer: trio.CancelScope | None = attrs.field(default=None, init=False)
+    _batches: bool = attrs.field(default=False, init=False)
+    _ended: McpError | None = attrs.field(default=None, init=False)
+    _unsent: frozenset[RequestId] = attrs.field(default=frozenset(), init=False)
+    _sweep_at: int = attrs.field(default=_SWEEP_SLACK, init=False)
     _resolved_total: int = attrs.field(default=0, init=False)
     _failed_total: int = attrs.field(default=0, init=False)
+    _frames_total: int = attrs.field(default=0, init=False)
+    _wakeups_total: int = attrs.field(default=0, init=False)
+    _log: logging.Logger = attrs.field(init=False)
 
-    @property
-    def closed(self) -> bool:
-        return self._closed_reason is not None
+    def __attrs_post_init__(self) -> None:
+        self._log = logging.getLogger(f"trio_mcp.server.{self.server}")
 
-    def add(self, request_id: RequestId, method: str) -> Waiter:
-        """Register a waiter for a request about to be sent.
+    def statistics(self) -> PendingStatistics:
+        """A snapshot of the counters (for tests and the bench)."""
+        return PendingStatistics(
+            outstanding=len(self._entries),
+            resolved_total=self._resolved_total,
+            failed_total=self._failed_total,
+            frames_total=self._frames_total,
+            wakeups_total=self._wakeups_total,
+        )
 
-        Raises :class:`ServerDisconnected` (``sent=False``: safe to retry) when the connection has
-        already ended.
-        """
-        if self._closed_reason is not None:
-            raise ServerDisconnected(
-                f"server {self.server!r} disconnected before {method} was sent: "
-                f"{self._closed_reason}",
-                server=self.server,
-                sent=False,
+    # ------------------------------------------------------------------ the task
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the mailbox until the connection ends. Raises the error that ended it (a
+        :class:`TransportClosed`, :class:`FrameTooLarge`...), which tears the session down;
+        however it ends, every waiter has failed by then."""
+        task_status.started()
+        try:
+            while self._ended is None:
+                with trio.CancelScope(deadline=self._earliest()) as timer:
+                    self._timer = timer
+                    while self._ended is None:
+                        item = await self.mailbox.receive()  # EndOfChannel: handled below
+                        self._wakeups_total += 1
+                        self._handle(item)
+                        self._drain()
+                self._timer = None
+                self._expire(trio.current_time())
+        except trio.EndOfChannel:
+            self._end(TransportClosed(f"the connection to server {self.server!r} ended"))
+        finally:
+            self._timer = None
+            if self._ended is None:  # torn down from outside (the session is being stopped)
+                self._end(
+                    TransportClosed(f"the session with server {self.server!r} was closed"),
+                    tell=False,
+                )
+        assert self._ended is not None
+        raise self._ended
+
+    def _drain(self) -> None:
+        """Handle every item that is ready now (at most the mailbox's byte budget: senders do
+        not run while this does), then fail the calls whose deadline passed meanwhile."""
+        mailbox = self.mailbox
+        while self._ended is None:
+            try:
+                item = mailbox.receive_nowait()
+            except trio.WouldBlock:
+                break
+            self._handle(item)
+        if self._deadlines and self._deadlines[0][0] <= trio.current_time():
+            self._expire(trio.current_time())
+
+    def _handle(self, item: PendingItem) -> None:
+        match item:
+            case bytes():
+                self._frames_total += 1
+                self._handle_frame(item)
+            case Expect():
+                self._expect(item)
+            case Forget(request_id=request_id):
+                self._forget(request_id)
+            case StderrLine():
+                with contextlib.suppress(
+                    trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+                ):  # the server's log, best effort (the transport keeps its tail)
+                    self.dispatch.send_nowait(item)
+            case RequestFailed(request_id=request_id, error=error, sent=sent):
+                self._request_failed(request_id, error, sent)
+            case SessionExpiredNotice():
+                self._session_expired(item)
+            case ConnectionEnded(error=error, unsent=unsent):
+                self._unsent = unsent
+                self._end(error)
+            case AllowBatches():
+                self._batches = True
+
+    # ------------------------------------------------------------------ callers
+
+    def _expect(self, item: Expect) -> None:
+        request_id = item.request_id
+        if self._ended is not None:  # too late: the caller's send fails (or failed) anyway
+            item.waiter.resolve(outcome.Error(self._disconnected(item.waiter, self._ended)))
+            return
+        try:
+            self._conn.expect(request_id, item.method)
+        except LocalProtocolError as exc:  # an id still in flight: a bug of ours
+            item.waiter.resolve(outcome.Error(exc))
+            return
+        entry = _Entry(
+            waiter=item.waiter,
+            deadline=item.deadline,
+            progress_token=item.progress_token,
+            reset_timeout=item.reset_timeout,
+            hard_deadline=item.hard_deadline,
+        )
+        self._entries[request_id] = entry
+        if item.progress_token is not None:
+            self._tokens[item.progress_token] = request_id
+        if item.deadline != _INF:
+            self._push_deadline(item.deadline, request_id)
+        if len(self._entries) > self._sweep_at:
+            self._sweep()
+
+    def _forget(self, request_id: RequestId) -> None:
+        entry = self._entries.pop(request_id, None)
+        if entry is None:
+            return
+        self._conn.forget(request_id)
+        if entry.progress_token is not None:
+            self._tokens.pop(entry.progress_token, None)
+
+    def _sweep(self) -> None:
+        """Forget waiters whose callers gave up but could not say so (a full mailbox)."""
+        for request_id in [rid for rid, e in self._entries.items() if e.waiter.abandoned]:
+            self._forget(request_id)
+        self._sweep_at = 2 * len(self._entries) + _SWEEP_SLACK
+
+    def _take(self, request_id: RequestId) -> _Entry | None:
+        entry = self._entries.pop(request_id, None)
+        if entry is not None and entry.progress_token is not None:
+            self._tokens.pop(entry.progress_token, None)
+        return entry
+
+    def _resolve(self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]) -> None:
+        entry = self._take(request_id)
+        if entry is not None:
+            self._resolved_total += 1
+            entry.waiter.resolve(result)
+
+    # ------------------------------------------------------------------ deadlines
+
+    def _push_deadline(self, deadline: float, request_id: RequestId) -> None:
+        self._sequence += 1
+        heapq.heappush(self._deadlines, (deadline, self._sequence, request_id))
+        timer = self._timer
+        if timer is not None and deadline < timer.deadline:
+            timer.deadline = deadline
+
+    def _earliest(self) -> float:
+        heap = self._deadlines
+        while heap and not self._live(heap[0]):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else _INF
+
+    def _live(self, item: tuple[float, int, RequestId]) -> bool:
+        entry = self._entries.get(item[2])
+        return entry is not None and entry.deadline == item[0]
+
+    def _expire(self, now: float) -> None:
+        """Fail every call whose deadline has passed with :class:`TimedOut`."""
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            deadline, _, request_id = heapq.heappop(heap)
+            entry = self._entries.get(request_id)
+            if entry is None or entry.deadline != deadline:
+                continue
+            self._take(request_id)
+            self._conn.forget(request_id)
+            self._failed_total += 1
+            entry.waiter.resolve(outcome.Error(TimedOut()))
+
+    # ------------------------------------------------------------------ frames
+
+    def _handle_frame(self, frame: bytes) -> None:
+        try:
+            parsed = parse_message(frame, allow_batch=self._batches)
+        except InvalidMessage as exc:
+            self._bad_frame(frame, exc)
+            return
+        for message in parsed if isinstance(parsed, tuple) else (parsed,):
+            try:
+                self._handle_message(message)
+            except RemoteProtocolError as exc:
+                # e.g. a server request reusing the id of one still in flight: refuse that
+                # message alone; the connection and every other call go on.
+                self._log.warning("message from the server refused: %s", exc)
+
+    def _handle_message(self, message: Any) -> None:
+        event = self._conn.receive(message)
+        match event:
+            case ResponseReceived(id=request_id, result=result):
+                self._resolve(request_id, outcome.Value(result))
+            case ErrorReceived(id=None, error=error):
+                self._log.warning("server reported an error: %s %s", error.code, error.message)
+            case ErrorReceived(id=request_id, method=method, error=error):
+                assert request_id is not None
+                exc = RpcError.from_error(
+                    error.code,
+                    error.message,
+                    error.data,
+                    server=self.server,
+                    method=method,
+                    request_id=request_id,
+                )
+                self._resolve(request_id, outcome.Error(exc))
+            case UnexpectedResponse():
+                self._log.debug("late or unknown response ignored: %r", event)
+            case RequestReceived(request=request):
+                self._conn.inbound_handed_off(request.id)  # the dispatcher answers it
+                self._pass_on(request)
+            case NotificationReceived(notification=notification):
+                if notification.method == "notifications/progress":
+                    self._progress(notification)
+                else:
+                    self._pass_on(notification)
+
+    def _pass_on(self, message: Request | Notification) -> None:
+        try:
+            self.dispatch.send_nowait(message)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            self._log.warning(
+                "the dispatcher is behind: %s from the server dropped", message.method
             )
-        waiter = Waiter(request_id, method)
-        self._waiters[request_id] = waiter
-        return waiter
 
-    def resolve(self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]) -> bool:
-        """Resolve the waiter of ``request_id``; False when nobody waits for it any more."""
-        waiter = self._waiters.pop(request_id, None)
-        if waiter is None:
-            return False
-        self._resolved_total += 1
-        return waiter.resolve(result)
+    def _progress(self, notification: Notification) -> None:
+        try:
+            params = decode_notification(notification.method, notification.params)
+        except InvalidMessage as exc:
+            self._log.warning("invalid progress notification: %s", exc)
+            return
+        if not isinstance(params, ProgressNotificationParams):
+            return
+        request_id = self._tokens.get(params.progress_token)
+        entry = self._entries.get(request_id) if request_id is not None else None
+        if entry is None:
+            return
+        if entry.reset_timeout is not None:
+            deadline = min(trio.current_time() + entry.reset_timeout, entry.hard_deadline)
+            if deadline != entry.deadline:
+                entry.deadline = deadline
+                self._push_deadline(deadline, entry.waiter.request_id)
+        entry.waiter.push_progress(params)
 
-    def discard(self, request_id: RequestId) -> Waiter | None:
-        """Forget a waiter whose caller gave up (timeout or cancellation)."""
-        return self._waiters.pop(request_id, None)
+    def _bad_frame(self, frame: bytes, exc: InvalidMessage) -> None:
+        """A frame that is not a valid JSON-RPC message: fail the calls it answers, where their
+        ids can be read; the connection goes on either way."""
+        self._log.warning("invalid message from the server: %s", exc)
+        for request_id in _ids_in(frame):
+            if request_id in self._entries:
+                self._conn.forget(request_id)
+                self._resolve(request_id, outcome.Error(exc))
 
-    def fail_all(
-        self, reason: str, *, error: Callable[[Waiter], BaseException] | None = None
-    ) -> int:
-        """The connection ended: fail every waiter at once and refuse new ones.
+    # ------------------------------------------------------------------ transport events
 
-        Each waiter gets ``error(waiter)`` or, by default, :class:`ServerDisconnected` saying
-        whether its request had been sent. Idempotent; returns how many waiters were failed.
-        """
-        if self._closed_reason is None:
-            self._closed_reason = reason
-        waiters = list(self._waiters.values())
-        self._waiters.clear()
-        for waiter in waiters:
-            exc = error(waiter) if error is not None else self._disconnected(waiter, reason)
-            waiter.resolve(outcome.Error(exc))
-        self._failed_total += len(waiters)
-        return len(waiters)
+    def _request_failed(self, request_id: RequestId, error: McpError, sent: bool) -> None:
+        """The transport failed one request on its own (an HTTP error status, a response stream
+        lost): fail that call with it, never disguised as a JSON-RPC error."""
+        if isinstance(error, ServerDisconnected):
+            failure: McpError = ServerDisconnected(
+                f"server {self.server!r}: {error}", server=self.server, sent=sent
+            )
+            failure.__cause__ = error
+        elif isinstance(error, HttpStatusError):
+            failure = HttpStatusError(
+                f"server {self.server!r}: {error}", status=error.status, body=error.body
+            )
+            failure.__cause__ = error
+        else:
+            failure = error
+        entry = self._entries.get(request_id)
+        if entry is None:
+            return
+        self._log.info("%s (request %r) failed: %s", entry.waiter.method, request_id, failure)
+        self._conn.forget(request_id)
+        self._failed_total += 1
+        self._resolve(request_id, outcome.Error(failure))
 
-    def _disconnected(self, waiter: Waiter, reason: str) -> ServerDisconnected:
-        if waiter.sent:
+    def _session_expired(self, notice: SessionExpiredNotice) -> None:
+        """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
+        and the session's task initializes a new one (or ends the connection)."""
+        for request_id in notice.lost:
+            entry = self._entries.get(request_id)
+            if entry is None:
+                continue
+            method = entry.waiter.method
+            self._conn.forget(request_id)
+            self._failed_total += 1
+            self._resolve(
+                request_id,
+                outcome.Error(
+                    ServerDisconnected(
+                        f"server {self.server!r} ended its session while {method} was in "
+                        "flight: the outcome is unknown and the request is not re-sent",
+                        server=self.server,
+                        sent=True,
+                    )
+                ),
+            )
+        try:
+            self.control.send_nowait(notice)
+        except trio.WouldBlock:
+            self._end(TransportClosed(f"{notice.error} (the session could not be re-initialized)"))
+
+    # ------------------------------------------------------------------ the end
+
+    def _end(self, error: McpError, *, tell: bool = True) -> None:
+        """The connection is over: fail every waiter at once, each saying whether its request
+        was sent, and tell the supervisor. Sync, once."""
+        if self._ended is not None:
+            return
+        self._ended = error
+        self.mailbox.close_receiver()  # callers that still send learn it at once
+        self._conn.connection_lost()
+        entries = list(self._entries.values())
+        self._entries.clear()
+        self._tokens.clear()
+        self._deadlines.clear()
+        for entry in entries:
+            entry.waiter.resolve(outcome.Error(self._disconnected(entry.waiter, error)))
+        self._failed_total += len(entries)
+        if tell:
+            with contextlib.suppress(
+                trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+            ):  # a supervisor that cannot take it hears it from the session's end anyway
+                self.lost.send_nowait(ConnectionLost(generation=self.generation, error=error))
+
+    def _disconnected(self, waiter: Waiter, error: McpError) -> ServerDisconnected:
+        sent = waiter.request_id not in self._unsent
+        reason = _loss_reason(error)
+        if sent:
             what = "after the request was sent: its outcome is unknown and it is not re-sent"
         else:
             what = "before the request was sent: it is safe to retry"
-        return ServerDisconnected(
+        exc = ServerDisconnected(
             f"server {self.server!r} disconnected during {waiter.method} ({reason}), {what}",
             server=self.server,
-            sent=waiter.sent,
+            sent=sent,
         )
+        exc.__cause__ = error
+        return exc
 
-    def __len__(self) -> int:
-        return len(self._waiters)
 
-    def statistics(self) -> PendingStatistics:
-        return PendingStatistics(
-            outstanding=len(self._waiters),
-            resolved_total=self._resolved_total,
-            failed_total=self._failed_total,
-        )
+def _loss_reason(error: McpError) -> str:
+    """Why a connection ended, for the waiting calls."""
+    if isinstance(error, TransportClosed):
+        return str(error) or "the server closed the connection"
+    return f"{type(error).__name__}: {error}"
+
+
+def _ids_in(frame: bytes) -> tuple[RequestId, ...]:
+    """The ids of the answers that can be read from a frame that is not a valid message (see
+    :func:`trio_mcp.protocol.salvage_response_ids`)."""
+    try:
+        value = json.loads(frame)
+    except (ValueError, RecursionError):
+        return ()
+    items = value if isinstance(value, list) else [value]
+    out: list[RequestId] = []
+    for item in items:
+        if isinstance(item, dict) and "method" not in item:
+            rid = item.get("id")
+            if isinstance(rid, int | str) and not isinstance(rid, bool):
+                out.append(rid)
+    return tuple(out)

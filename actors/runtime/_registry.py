@@ -1,21 +1,26 @@
-"""The Registry: the single writer of the tool table.
+"""The Registry: the actor that is the single writer of the tool table.
 
-The registry is a passive actor: its mailbox is :meth:`Registry.apply`, a synchronous call that
-takes one message (``ReplaceTools`` or ``WithdrawServer``) and applies it whole. Trio is
-cooperative, so a synchronous call is atomic: no reader can see a server half replaced, and the
-session that loses its connection withdraws the server's tools in the same step in which it fails
-the server's pending calls (a channel hop would put a checkpoint between the two).
+The registry is a trio task (:meth:`Registry.run`) with a bounded mailbox of frozen messages, one
+closed union (:data:`RegistryMsg`): :class:`ReplaceTools` (a server's tools, already filtered and
+checked) and :class:`WithdrawServer` (its connection ended, or it was stopped). Only the task
+changes the table; it applies every message synchronously (so "remove this server's tools, add
+the new ones" is atomic by construction), drains every ready message per wake-up, and then
+publishes one immutable :class:`RegistryView` and the :class:`ToolsChanged` events. Readers take
+the current view (``registry.view``) and can wait for a newer one (:meth:`Registry.wait_version`).
+A :class:`WithdrawServer` is acknowledged (:class:`Withdrawn`) to whoever asked, after the view
+without the server's tools is published, so a supervisor leaves ``READY`` only once no
+published view holds its tools.
 
 Every message carries the connection generation it comes from; a message from a generation older
-than the newest one seen for that server is dropped, so a slow ``tools/list`` answer from a dead
-connection can never overwrite the tools of the live one.
+than the newest one seen for that server is dropped, and a withdraw is a tombstone: nothing of
+that generation (a slow ``tools/list`` answer from a dead connection) is registered after it.
 
-Readers take snapshots (:meth:`Registry.snapshot`): immutable mappings that share the registry's
-per-server dicts, which the registry never changes once stored (each listing builds new ones), so
-a snapshot costs a few objects whatever the number of tools and no later change alters it.
+The table itself is :class:`ToolTable`, a plain synchronous state object. Views share its
+per-server dicts, which it never changes once stored (each listing builds new ones), so a view
+costs a few objects whatever the number of tools and no later change alters it.
 
-Names are decided here, over all servers at once, so the outcome never depends on the order in
-which servers connect or list their tools: when two tools map to one registered name, *both* are
+Names are decided over all servers at once, so the outcome never depends on the order in which
+servers connect or list their tools: when two tools map to one registered name, *both* are
 refused (and a refused tool comes back by itself when the other one goes away); a tool whose name
 clashes with one of the host's built-in tools is refused.
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
-from typing import TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -34,14 +39,21 @@ from ...protocol._types import Tool
 from ._naming import registered_name
 
 __all__ = [
+    "MAILBOX_SIZE",
     "RegisteredTool",
     "Registry",
     "RegistryMsg",
+    "RegistryView",
     "ReplaceTools",
     "ToolRefusal",
+    "ToolTable",
     "ToolsChanged",
     "WithdrawServer",
+    "Withdrawn",
 ]
+
+#: Messages waiting for the registry task.
+MAILBOX_SIZE: Final = 256
 
 
 @attrs.frozen(kw_only=True)
@@ -79,12 +91,30 @@ class ReplaceTools:
 
 
 @attrs.frozen(kw_only=True)
+class Withdrawn:
+    """The registry's answer to a :class:`WithdrawServer` that asked for one: the published
+    view no longer holds any tool of ``server`` up to ``generation``."""
+
+    server: str
+    generation: int
+
+
+class WithdrawnSink(Protocol):
+    """Where a :class:`Withdrawn` goes (a supervisor's mailbox)."""
+
+    def send_nowait(self, value: Withdrawn, /) -> None: ...
+
+
+@attrs.frozen(kw_only=True)
 class WithdrawServer:
-    """Remove every tool of ``server`` (its connection ended, or it was stopped)."""
+    """Remove every tool of ``server`` (its connection ended, or it was stopped) and refuse
+    anything of ``generation`` or older from now on. ``reply_to`` gets a :class:`Withdrawn` once
+    the view without them is published."""
 
     server: str
     generation: int
     reason: str = ""
+    reply_to: WithdrawnSink | None = attrs.field(default=None, eq=False, repr=False)
 
 
 RegistryMsg: TypeAlias = ReplaceTools | WithdrawServer
@@ -170,8 +200,9 @@ class _SnapshotValues(ValuesView[RegisteredTool]):
 
 
 @attrs.define(eq=False)
-class Registry:
-    """The tool table. Only :meth:`apply` changes it; readers take immutable snapshots.
+class ToolTable:
+    """The tool table: the registry task's state. Only :meth:`apply` changes it; readers take
+    immutable snapshots.
 
     Each server's candidate dict (registered name -> entry, before cross-server collisions) is
     built new on every listing and never changed afterwards, so snapshots can share it; the
@@ -197,7 +228,12 @@ class Registry:
     _last_owner: dict[str, str] = attrs.field(factory=dict, init=False)
     _snapshot: Mapping[str, RegisteredTool] | None = attrs.field(default=None, init=False)
     _version: int = attrs.field(default=0, init=False)
-    _changed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: server -> the newest generation withdrawn (a tombstone: nothing of it is registered)
+    _withdrawn: dict[str, int] = attrs.field(factory=dict, init=False)
+    #: servers whose registered tools or refusals changed since :meth:`take_dirty`
+    _dirty: set[str] = attrs.field(factory=set, init=False)
+    #: whether ``_last_owner`` changed since :meth:`take_dirty`
+    _owners_dirty: bool = attrs.field(default=False, init=False)
 
     # ------------------------------------------------------------------ reading
 
@@ -269,11 +305,25 @@ class Registry:
         )
         return mine + clashes
 
-    async def wait_version(self, after: int) -> int:
-        """Wait until the table's version is greater than ``after``; return the new version."""
-        while self._version <= after:
-            await self._changed.wait()
-        return self._version
+    def generation_of(self, server: str) -> int:
+        """The newest generation of ``server`` whose message was applied (-1: none)."""
+        return self._generation.get(server, -1)
+
+    def withdrawn_through(self, server: str) -> int:
+        """The newest generation of ``server`` that was withdrawn (-1: none)."""
+        return self._withdrawn.get(server, -1)
+
+    def last_owners(self) -> dict[str, str]:
+        """A copy of registered name -> the server that last offered it."""
+        return dict(self._last_owner)
+
+    def take_dirty(self) -> tuple[set[str], bool]:
+        """The servers whose registered tools or refusals changed, and whether the last owners
+        changed, since the last call (which this one forgets)."""
+        dirty, owners = self._dirty, self._owners_dirty
+        self._dirty = set()
+        self._owners_dirty = False
+        return dirty, owners
 
     # ------------------------------------------------------------------ writing
 
@@ -285,11 +335,16 @@ class Registry:
         self._generation[msg.server] = msg.generation
         match msg:
             case ReplaceTools(server=server, generation=generation, tools=tools, refused=refused):
+                if generation <= self._withdrawn.get(server, -1):
+                    return None  # the tombstone of a withdrawn generation
                 named, own_refusals = self._name(server, tools)
                 self._refused[server] = refused + own_refusals
+                self._dirty.add(server)
                 return self._set_candidates(server, generation, named, own_refusals + refused)
             case WithdrawServer(server=server):
+                self._withdrawn[server] = max(msg.generation, self._withdrawn.get(server, -1))
                 self._refused.pop(server, None)
+                self._dirty.add(server)
                 return self._set_candidates(server, msg.generation, {}, ())
 
     def _name(
@@ -438,6 +493,9 @@ class Registry:
             self._parts.pop(server, None)
         for other_server in touched:
             self._parts.pop(other_server, None)
+        self._dirty |= touched
+        if added:
+            self._owners_dirty = True
         self._snapshot = None  # even with no change: the server may have reordered its tools
 
         if not (added or removed or updated or refused):
@@ -452,10 +510,8 @@ class Registry:
         changed: Sequence[str],
         refused: tuple[ToolRefusal, ...],
     ) -> ToolsChanged:
-        """Count a change of the table: a new version, waiters woken, the event returned."""
+        """Count a change of the table: a new version, the event returned."""
         self._version += 1
-        self._changed.set()
-        self._changed = trio.Event()
         return ToolsChanged(
             version=self._version,
             server=server,
@@ -511,3 +567,172 @@ def _builtin_refusal(server: str, tool: Tool, name: str) -> ToolRefusal:
     return ToolRefusal(
         server=server, tool=tool.name, reason=f"{name!r} is the name of a built-in tool of the host"
     )
+
+
+# --------------------------------------------------------------------------- the actor
+
+
+@attrs.frozen(kw_only=True)
+class RegistryView:
+    """The tool table at one version, as the registry task published it. Immutable: nothing
+    the registry does later changes it.
+
+    ``tools``: registered name -> tool, servers in name order and each server's tools in the
+    order it listed them. ``withdrawn``: server -> the newest generation withdrawn."""
+
+    version: int
+    tools: Mapping[str, RegisteredTool]
+    _server_tools: Mapping[str, tuple[RegisteredTool, ...]]
+    _refused: Mapping[str, tuple[ToolRefusal, ...]]
+    _last_owner: Mapping[str, str]
+    withdrawn: Mapping[str, int]
+    #: server -> the newest generation the registry has applied a message of
+    generations: Mapping[str, int]
+
+    def get(self, name: str) -> RegisteredTool | None:
+        """The registered tool named ``name``, or None."""
+        return self.tools.get(name)
+
+    def tools_of(self, server: str) -> tuple[RegisteredTool, ...]:
+        """The registered tools of one server, in the order the server listed them."""
+        return self._server_tools.get(server, ())
+
+    def refused_of(self, server: str) -> tuple[ToolRefusal, ...]:
+        """The tools of ``server`` that were refused at its last listing, with reasons."""
+        return self._refused.get(server, ())
+
+    def last_owner(self, name: str) -> str | None:
+        """The server that last offered a tool under ``name``, even if it was withdrawn since
+        (so a call can say "that server is reconnecting" instead of "no such tool")."""
+        return self._last_owner.get(name)
+
+
+_EMPTY_VIEW: Final = RegistryView(
+    version=0,
+    tools=MappingProxyType({}),
+    server_tools=MappingProxyType({}),
+    refused=MappingProxyType({}),
+    last_owner=MappingProxyType({}),
+    withdrawn=MappingProxyType({}),
+    generations=MappingProxyType({}),
+)
+
+
+class EventPublisher(Protocol):
+    """Where the registry's :class:`ToolsChanged` events go (the runtime's event bus)."""
+
+    def publish(self, event: ToolsChanged, /) -> None: ...
+
+
+@attrs.define(eq=False)
+class Registry:
+    """The registry actor. Other tasks send it messages (:meth:`send`) and read what it
+    published (:attr:`view`, :meth:`wait_version`); only :meth:`run` changes the table."""
+
+    builtin_names: frozenset[str] = frozenset()
+    events: EventPublisher | None = None
+    _table: ToolTable = attrs.field(init=False)
+    _inbox: trio.MemorySendChannel[RegistryMsg] = attrs.field(init=False)
+    _mailbox: trio.MemoryReceiveChannel[RegistryMsg] = attrs.field(init=False)
+    _view: RegistryView = attrs.field(default=_EMPTY_VIEW, init=False)
+    _published: trio.Event = attrs.field(factory=trio.Event, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._table = ToolTable(builtin_names=self.builtin_names)
+        self._inbox, self._mailbox = trio.open_memory_channel[RegistryMsg](MAILBOX_SIZE)
+
+    # ------------------------------------------------------------------ for other tasks
+
+    @property
+    def view(self) -> RegistryView:
+        """The newest published view of the table."""
+        return self._view
+
+    async def send(self, msg: RegistryMsg) -> None:
+        """Hand ``msg`` to the registry task (waiting while its mailbox is full)."""
+        await self._inbox.send(msg)
+
+    def send_nowait(self, msg: RegistryMsg) -> None:
+        """Hand ``msg`` to the registry task now; ``trio.WouldBlock`` when its mailbox is
+        full."""
+        self._inbox.send_nowait(msg)
+
+    async def wait_version(self, after: int) -> int:
+        """Wait until a view newer than version ``after`` is published; return its version."""
+        while self._view.version <= after:
+            await self._published.wait()
+        return self._view.version
+
+    # ------------------------------------------------------------------ the task
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Apply messages until the mailbox is closed or the task is cancelled: every ready
+        message per wake-up, then one published view, the events and the acknowledgements."""
+        task_status.started()
+        mailbox = self._mailbox
+        while True:
+            try:
+                batch = [await mailbox.receive()]
+            except trio.EndOfChannel:
+                return
+            while True:
+                try:
+                    batch.append(mailbox.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            self._apply_batch(batch)
+
+    def _apply_batch(self, batch: list[RegistryMsg]) -> None:
+        """Apply, publish, tell. Sync: no reader sees a state between two messages of a batch
+        that the view does not show."""
+        changes: list[ToolsChanged] = []
+        replies: list[tuple[WithdrawnSink, Withdrawn]] = []
+        for msg in batch:
+            change = self._table.apply(msg)
+            if change is not None:
+                changes.append(change)
+            if isinstance(msg, WithdrawServer) and msg.reply_to is not None:
+                replies.append(
+                    (msg.reply_to, Withdrawn(server=msg.server, generation=msg.generation))
+                )
+        self._publish()
+        if self.events is not None:
+            for change in changes:
+                self.events.publish(change)
+        for reply_to, reply in replies:
+            try:
+                reply_to.send_nowait(reply)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                # A supervisor that cannot take it any more is stopping (or stopped); one that
+                # is full finds the withdrawal in the view when it next looks.
+                continue
+
+    def _publish(self) -> None:
+        table = self._table
+        dirty, owners_changed = table.take_dirty()
+        old = self._view
+        if not dirty and not owners_changed and table.version == old.version:
+            return  # a withdrawal marks its server dirty, so nothing changed at all
+        server_tools = dict(old._server_tools)
+        refused = dict(old._refused)
+        for server in dirty:
+            server_tools[server] = table.tools_of(server)
+            refused[server] = table.refused_of(server)
+        withdrawn = dict(old.withdrawn)
+        generations = dict(old.generations)
+        for server in dirty:
+            through = table.withdrawn_through(server)
+            if through >= 0:
+                withdrawn[server] = through
+            generations[server] = table.generation_of(server)
+        self._view = RegistryView(
+            version=table.version,
+            tools=table.snapshot(),
+            server_tools=MappingProxyType(server_tools),
+            refused=MappingProxyType(refused),
+            last_owner=MappingProxyType(table.last_owners()) if owners_changed else old._last_owner,
+            withdrawn=MappingProxyType(withdrawn),
+            generations=MappingProxyType(generations),
+        )
+        self._published.set()
+        self._published = trio.Event()

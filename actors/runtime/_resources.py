@@ -42,7 +42,6 @@ from ...protocol._types import (
     TextResourceContents,
 )
 from ..config._config import RuntimeConfig
-from ._events import ServerState
 from ._session import Session
 from ._supervisor import ServerSupervisor
 
@@ -218,9 +217,9 @@ class Resources:
     def _offers(self, supervisor: ServerSupervisor, capability: Capability) -> bool:
         if capability == "resources" and not supervisor.config.resources:
             return False
-        if supervisor.state is not ServerState.READY:
+        if not supervisor.accepts_calls:
             return False
-        return self._declares(supervisor.session, capability)
+        return supervisor.status().declares(capability)
 
     def _resolve(
         self, server: str | None, capability: Capability, method: str

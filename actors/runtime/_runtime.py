@@ -8,17 +8,33 @@ Two ways to embed it:
 - ``rt = await nursery.start(serve_runtime, config)`` runs in a nursery the host already owns,
   until ``await rt.aclose()``.
 
-Either way, leaving stops every server: the tools are withdrawn, every transport is closed and
-every child process group ended; later calls raise :class:`RuntimeClosed`; a second close is a
-no-op. At this public edge a single failure is never raised as an ``ExceptionGroup``.
+The runtime's root nursery holds the actors: the :class:`Registry` task and one
+:class:`ServerSupervisor` task per configured server (each with its connection task, the
+session's tasks and the transport's below it). The handle reaches them only through their
+mailboxes and reads only what they published (the registry's view, each supervisor's status).
+Calls run in the caller's own task: ``rt.call`` looks the name up in the registry's view, takes
+the server's live session from its supervisor, and makes the request through the session's
+mailbox and the transport's outbox.
+
+Leaving stops every server: each supervisor withdraws its tools and closes its transport (every
+child process group ended), all of it bounded by ``shutdown_grace``; later calls raise
+:class:`RuntimeClosed`; a second close is a no-op. At this public edge a single failure is never
+raised as an ``ExceptionGroup``, and its cause is kept.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+)
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, Final
@@ -33,7 +49,7 @@ from ...protocol._errors import (
     ToolNotFound,
 )
 from ...protocol._types import CallToolResult
-from ...transports._base import Transport
+from ...transports._base import FrameSink, Transport
 from ...transports._websocket import WebSocketParameters, open_websocket_transport
 from ...transports.http._http import open_http_transport
 from ...transports.http._http_base import HttpParameters
@@ -44,6 +60,7 @@ from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
 from ._events import EventBus, EventSubscription, ServerState
 from ._naming import tool_name_prefix
+from ._pending import ProgressCallback
 from ._registry import RegisteredTool, Registry
 from ._resources import (
     Capability,
@@ -56,18 +73,20 @@ from ._resources import (
     Resources,
     ResourceTemplatePage,
 )
-from ._session import ProgressCallback, Session
-from ._supervisor import SETTLED, ServerStatus, ServerSupervisor
+from ._session import Session
+from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
 
-__all__ = ["USE_DEFAULT", "Runtime", "RuntimeState", "open_runtime", "serve_runtime"]
+__all__ = [
+    "USE_DEFAULT",
+    "ReadyReport",
+    "Runtime",
+    "RuntimeState",
+    "TransportOpener",
+    "open_runtime",
+    "serve_runtime",
+]
 
 logger = logging.getLogger("trio_mcp.runtime")
-
-
-#: ``open_transport(config, on_stderr_line)``: a fresh transport for one connection attempt.
-TransportOpener = Callable[
-    [ServerConfig, Callable[[str], None]], AbstractAsyncContextManager[Transport]
-]
 
 
 class _UseDefault(Enum):
@@ -85,22 +104,24 @@ class RuntimeState(Enum):
 
 
 def open_default_transport(
-    config: ServerConfig, on_stderr_line: Callable[[str], None] | None = None
+    config: ServerConfig, sink: FrameSink, *, shutdown_grace: float | None = None
 ) -> AbstractAsyncContextManager[Transport]:
-    """The transport for a server's configuration (a fresh one on every call).
+    """The transport for a server's configuration (a fresh one on every call), whose frames and
+    events go into ``sink``.
 
     stdio runs the command; ``http`` speaks Streamable HTTP to ``url`` (falling back to the legacy
     HTTP+SSE transport when the server answers the first ``initialize`` with 400, 404 or 405);
     ``sse`` speaks the legacy HTTP+SSE transport; ``ws`` speaks WebSocket (subprotocol ``mcp``);
-    all three send the configured ``headers``. A custom ``transport_factory`` is called as it is.
-    ``on_stderr_line`` gets every line a stdio server writes to stderr. Raises
-    :class:`McpTransportConfigError` for an invalid URL or header."""
+    all three send the configured ``headers``. A custom ``transport_factory`` is called with
+    ``sink``. ``shutdown_grace``: the stdio shutdown steps (close stdin, SIGTERM, SIGKILL) share
+    it. Raises :class:`McpTransportConfigError` for an invalid URL or header."""
     kind = config.transport_kind
     if kind is TransportKind.CUSTOM:
         assert config.transport_factory is not None
-        return config.transport_factory()
+        return config.transport_factory(sink)
     if kind is TransportKind.STDIO:
         assert config.command is not None
+        grace = 2.0 if shutdown_grace is None else min(2.0, shutdown_grace / 4)
         return open_stdio_transport(
             StdioParameters(
                 command=config.command,
@@ -108,8 +129,11 @@ def open_default_transport(
                 env=dict(config.env),
                 cwd=config.cwd,
                 max_frame_bytes=config.max_frame_bytes,
-                on_stderr_line=on_stderr_line,
-            )
+                close_grace=grace,
+                term_grace=grace,
+                kill_grace=grace,
+            ),
+            sink,
         )
     if kind is TransportKind.HTTP or kind is TransportKind.SSE:
         assert config.url is not None
@@ -120,8 +144,8 @@ def open_default_transport(
             connect_timeout=config.connect_timeout,
         )
         if kind is TransportKind.SSE:
-            return open_sse_transport(params)
-        return open_http_transport(params)
+            return open_sse_transport(params, sink)
+        return open_http_transport(params, sink)
     if kind is TransportKind.WS:
         assert config.url is not None
         return open_websocket_transport(
@@ -130,7 +154,8 @@ def open_default_transport(
                 headers=dict(config.headers),
                 max_frame_bytes=config.max_frame_bytes,
                 connect_timeout=config.connect_timeout,
-            )
+            ),
+            sink,
         )
     raise McpTransportConfigError(f"server {config.name!r}: unknown transport {kind!r}")
 
@@ -155,6 +180,46 @@ def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
     return group
 
 
+@attrs.frozen(eq=False, repr=False)
+class ReadyReport(Mapping[str, ServerStatus]):
+    """What :meth:`Runtime.wait_ready` found: server name -> :class:`ServerStatus` (a mapping),
+    and whether the wait ran out first.
+
+    ``timed_out`` is True when ``timeout`` passed before every server had settled;
+    ``not_settled`` names those servers (still connecting or reconnecting). ``ready`` and
+    ``failed`` name the servers that are READY, and the ones that settled otherwise (PARKED,
+    FAILED, DISABLED, NEEDS_AUTH, STOPPED)."""
+
+    statuses: Mapping[str, ServerStatus]
+    timed_out: bool
+    not_settled: tuple[str, ...]
+
+    @property
+    def ready(self) -> tuple[str, ...]:
+        return tuple(n for n, s in self.statuses.items() if s.state is ServerState.READY)
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        return tuple(
+            n
+            for n, s in self.statuses.items()
+            if s.state is not ServerState.READY and s.state in SETTLED
+        )
+
+    def __getitem__(self, name: str) -> ServerStatus:
+        return self.statuses[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.statuses)
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n}={s.state.value}" for n, s in self.statuses.items())
+        return f"ReadyReport({states}, timed_out={self.timed_out})"
+
+
 @attrs.define(eq=False)
 class Runtime:
     """The host's handle on the MCP servers. Built by :func:`open_runtime` or
@@ -162,40 +227,42 @@ class Runtime:
 
     config: RuntimeConfig
     callbacks: HostCallbacks
-    registry: Registry
+    _registry: Registry
     _bus: EventBus
     _supervisors: dict[str, ServerSupervisor]
     _resources: Resources
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
-    _scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _stop_requested: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     # ------------------------------------------------------------------ tools
 
     def tools(self, *, ready_only: bool = False) -> Mapping[str, RegisteredTool]:
-        """The registered tools, registered name -> tool: an immutable snapshot.
+        """The registered tools, registered name -> tool: an immutable snapshot (the registry's
+        newest view). Only servers that are READY have tools in it.
 
-        With ``ready_only`` only the tools of servers that are READY at this moment (for
-        sub-agents that must not see anything that could fail as unavailable)."""
-        snapshot = self.registry.snapshot()
+        With ``ready_only`` also none of a server whose connection has just ended and whose
+        tools are being withdrawn (for sub-agents that must not see anything that could fail as
+        unavailable)."""
+        tools = self._registry.view.tools
         if not ready_only:
-            return snapshot
+            return tools
         return MappingProxyType(
             {
                 name: tool
-                for name, tool in snapshot.items()
-                if self._supervisors[tool.server].state is ServerState.READY
+                for name, tool in tools.items()
+                if self._supervisors[tool.server].accepts_calls
             }
         )
 
     @property
     def tools_version(self) -> int:
         """Increases on every change of the tool table."""
-        return self.registry.version
+        return self._registry.view.version
 
     async def wait_tools_changed(self, after: int) -> int:
         """Wait until the tool table's version passes ``after``; returns the new version."""
-        return await self.registry.wait_version(after)
+        return await self._registry.wait_version(after)
 
     async def call(
         self,
@@ -206,14 +273,17 @@ class Runtime:
         progress: ProgressCallback | None = None,
         wait_ready: float | None = None,
     ) -> CallToolResult:
-        """Call a registered tool by its registered name (``mcp_github_create_issue``).
+        """Call a registered tool by its registered name (``mcp_github_create_issue``), in the
+        caller's task.
 
         A tool error reported by the server (``isError``) is returned as data; see
-        ``result.raise_for_error()``. Raises :class:`ToolNotFound`, :class:`ServerUnavailable`
-        (the server is not ready: the error says its state and when the next attempt is due;
-        ``wait_ready`` waits that many seconds for it first), :class:`CallTimeout`,
-        :class:`ServerDisconnected` (``sent`` says whether the outcome is unknown),
-        :class:`RpcError` or :class:`RuntimeClosed`.
+        ``result.raise_for_error()``. ``progress`` is called (in this task; sync or async) with
+        each progress notification of the call. Raises :class:`ToolNotFound`,
+        :class:`ServerUnavailable` (the server is not ready: the error says its state and when
+        the next attempt is due; ``wait_ready`` waits that many seconds for it first),
+        :class:`CallTimeout`, :class:`ServerDisconnected` (``sent`` says whether the outcome is
+        unknown), :class:`RpcError` or :class:`RuntimeClosed`; all of them but
+        :class:`ServerUnavailable` and :class:`RuntimeClosed` are :class:`CallError`.
         """
         self._check_open()
         tool = await self.lookup(name, wait_ready=wait_ready)
@@ -243,11 +313,15 @@ class Runtime:
         server that last offered it, or a server whose tools would be named with its prefix and
         that has not listed them yet) is not READY, after waiting up to ``wait_ready`` seconds
         for that server; :class:`ToolNotFound` when no server offers it."""
-        tool = self.registry.get(name)
+        tool = self._registry.view.get(name)
         if tool is None:
             for owner in self._possible_owners(name):
-                await self._session_for(owner, wait_ready)
-            tool = self.registry.get(name)
+                supervisor = self._supervisors[owner]
+                if supervisor.state is ServerState.READY:
+                    await self._registered(supervisor)  # READY: its tools are on their way
+                else:
+                    await self._session_for(owner, wait_ready)
+            tool = self._registry.view.get(name)
         if tool is None:
             raise ToolNotFound(
                 f"no tool named {name!r} is registered; rt.tools() lists the current ones",
@@ -275,9 +349,11 @@ class Runtime:
         return await session.request(method, params, timeout=limit)
 
     def _possible_owners(self, name: str) -> list[str]:
-        """Servers that are not ready and did offer ``name`` before, or whose tools would be
-        named with its prefix (a server that has not listed its tools yet)."""
-        owner = self.registry.last_owner(name)
+        """Servers that did offer ``name`` before, or whose tools would be named with its prefix
+        (a server that has not listed its tools yet), and whose tools are not all in the
+        registry's view now."""
+        view = self._registry.view
+        owner = view.last_owner(name)
         if owner is not None:
             candidates = [owner]
         else:
@@ -285,12 +361,26 @@ class Runtime:
         return [
             s
             for s in candidates
-            if s in self._supervisors and self._supervisors[s].state is not ServerState.READY
+            if s in self._supervisors and not self._is_registered(self._supervisors[s])
         ]
+
+    def _is_registered(self, supervisor: ServerSupervisor) -> bool:
+        """Whether ``supervisor``'s server is READY and its tools of this generation are in the
+        registry's view."""
+        if supervisor.state is not ServerState.READY:
+            return False
+        status = supervisor.status()
+        return self._registry.view.generations.get(supervisor.name, -1) >= status.generation
+
+    async def _registered(self, supervisor: ServerSupervisor) -> None:
+        """Wait (briefly: one step of the registry) until a READY server's tools are in the
+        view, or it is not READY any more."""
+        while supervisor.state is ServerState.READY and not self._is_registered(supervisor):
+            await self._registry.wait_version(self._registry.view.version)
 
     async def _session_for(self, server: str, wait_ready: float | None) -> Session:
         supervisor = self._supervisor(server)
-        if wait_ready is not None and supervisor.state is not ServerState.READY:
+        if wait_ready is not None and not supervisor.accepts_calls:
             with trio.move_on_after(wait_ready):
                 await supervisor.wait_state(lambda s: s is ServerState.READY)
         return supervisor.ready_session()
@@ -370,7 +460,8 @@ class Runtime:
 
     def status(self) -> Mapping[str, ServerStatus]:
         """Every configured server's state, tool count, last error and stderr tail."""
-        return MappingProxyType({name: s.status() for name, s in self._supervisors.items()})
+        view = self._registry.view
+        return MappingProxyType({name: s.status(view) for name, s in self._supervisors.items()})
 
     def events(self, *, max_buffer: int = 1024) -> AbstractContextManager[EventSubscription]:
         """Subscribe to the event stream: ``with rt.events() as events: async for e in events``.
@@ -381,17 +472,34 @@ class Runtime:
 
     async def wait_ready(
         self, *, timeout: float | None = None, servers: Iterable[str] | None = None
-    ) -> Mapping[str, ServerStatus]:
-        """Wait until every (or each named) server is READY or has settled in a state it will
-        not leave by itself soon (PARKED, FAILED, DISABLED, NEEDS_AUTH, STOPPED), at most
-        ``timeout`` seconds. Returns their statuses either way: a server that failed to start
-        is in the answer with its error."""
+    ) -> ReadyReport:
+        """Wait until every (or each named) server is READY with its tools registered, or has
+        settled in a state it will not leave by itself soon (PARKED, FAILED, DISABLED,
+        NEEDS_AUTH, STOPPED), at most ``timeout`` seconds.
+
+        Returns a :class:`ReadyReport` either way (a mapping of the servers' statuses: a server
+        that failed to start is in it with its error); its ``timed_out`` says whether the time
+        ran out first, and ``not_settled`` which servers were still on their way. Raises
+        :class:`ServerUnavailable` for a name that is not configured."""
         names = list(servers) if servers is not None else list(self._supervisors)
         watched = [self._supervisor(name) for name in names]
-        with trio.move_on_after(float("inf") if timeout is None else timeout):
+        with trio.move_on_after(math.inf if timeout is None else timeout) as waited:
             for supervisor in watched:
                 await supervisor.wait_state(lambda s: s in SETTLED)
-        return MappingProxyType({s.name: s.status() for s in watched})
+                await self._registered(supervisor)
+        view = self._registry.view
+        statuses = {s.name: s.status(view) for s in watched}
+        not_settled = tuple(
+            s.name
+            for s in watched
+            if statuses[s.name].state not in SETTLED
+            or (statuses[s.name].state is ServerState.READY and not self._is_registered(s))
+        )
+        return ReadyReport(
+            statuses=MappingProxyType(statuses),
+            timed_out=waited.cancelled_caught,
+            not_settled=not_settled,
+        )
 
     def reconnect(self, server: str) -> None:
         """Ask a server's supervisor to try connecting now (a parked server stops waiting)."""
@@ -408,29 +516,51 @@ class Runtime:
             raise RuntimeClosed("the runtime is closed; open a new one to make calls")
 
     async def aclose(self) -> None:
-        """Stop every server and wait until they are stopped. Idempotent."""
+        """Stop every server and wait until they are stopped (at most ``shutdown_grace``
+        seconds, then what is left is cancelled). Idempotent; a second call waits for the
+        first."""
         if self._state is RuntimeState.OPEN:
             self._state = RuntimeState.CLOSING
-            for supervisor in self._supervisors.values():
-                supervisor.stop_soon()
-            self._scope.cancel()
+            self._stop_requested.set()
         await self._closed.wait()
 
     stop_all = aclose
 
     async def _serve(self, task_status: trio.TaskStatus[Runtime]) -> None:
         try:
-            with self._scope:
-                async with trio.open_nursery() as nursery:
-                    for supervisor in self._supervisors.values():
-                        await nursery.start(supervisor.run)
-                    task_status.started(self)
-                    logger.info("runtime started with %d servers", len(self._supervisors))
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self._registry.run)
+                for supervisor in self._supervisors.values():
+                    await nursery.start(supervisor.run)
+                task_status.started(self)
+                logger.info("runtime started with %d servers", len(self._supervisors))
+                await self._stop_requested.wait()
+                await self._stop_everything()
+                nursery.cancel_scope.cancel()
         finally:
             self._state = RuntimeState.CLOSED
             self._bus.close()
             self._closed.set()
             logger.info("runtime stopped")
+
+    async def _stop_everything(self) -> None:
+        """Every supervisor withdraws its tools and closes its transport, all at once, within
+        ``shutdown_grace``."""
+        grace = self.config.shutdown_grace
+        with trio.move_on_after(grace) as bounded:
+            for supervisor in self._supervisors.values():
+                await supervisor.stop()
+            for supervisor in self._supervisors.values():
+                await supervisor.wait_state(lambda s: s is ServerState.STOPPED)
+        if bounded.cancelled_caught:
+            left = [
+                s.name for s in self._supervisors.values() if s.state is not ServerState.STOPPED
+            ]
+            logger.warning(
+                "servers %s did not stop within shutdown_grace (%g s); cancelling them",
+                ", ".join(map(repr, left)),
+                grace,
+            )
 
 
 def _build(
@@ -440,16 +570,19 @@ def _build(
     rng: random.Random | None,
 ) -> Runtime:
     bus = EventBus()
-    registry = Registry(builtin_names=config.builtin_tool_names)
+    registry = Registry(builtin_names=config.builtin_tool_names, events=bus)
     callbacks = callbacks or HostCallbacks()
+    opener = open_transport or functools.partial(
+        open_default_transport, shutdown_grace=config.shutdown_grace
+    )
     supervisors = {
         server.name: ServerSupervisor(
             config=server,
             runtime=config,
             registry=registry,
             callbacks=callbacks,
-            open_transport=open_transport or open_default_transport,
-            publish=bus.publish,
+            open_transport=opener,
+            events=bus,
             rng=rng or random.Random(),
         )
         for server in config.servers
@@ -467,9 +600,11 @@ async def serve_runtime(
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
-    config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled)."""
+    config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled). A single
+    failure is raised as itself, never wrapped in an ``ExceptionGroup``."""
     runtime = _build(config, callbacks, open_transport, rng)
-    await runtime._serve(task_status)
+    with _single_failure():
+        await runtime._serve(task_status)
 
 
 @asynccontextmanager
@@ -483,10 +618,12 @@ async def open_runtime(
     """Run a runtime for the duration of an ``async with`` block.
 
     The runtime's actors are shielded from a cancellation of the block until the block has
-    exited, so its ``finally:`` can still make calls; then every server is stopped.
+    exited, so its ``finally:`` can still make calls; then every server is stopped (within
+    ``shutdown_grace``). A single failure (of the block or of the runtime) comes out as itself,
+    with its ``__cause__``, never wrapped in an ``ExceptionGroup``.
     """
     runtime = _build(config, callbacks, open_transport, rng)
-    try:
+    with _single_failure():
         async with trio.open_nursery() as nursery:
             await nursery.start(_shielded, runtime)
             try:
@@ -494,10 +631,25 @@ async def open_runtime(
             finally:
                 with trio.CancelScope(shield=True):
                     await runtime.aclose()
-    except BaseExceptionGroup as group:
-        raise _collapse(group) from None
 
 
 async def _shielded(runtime: Runtime, *, task_status: trio.TaskStatus[Runtime]) -> None:
     with trio.CancelScope(shield=True):
         await runtime._serve(task_status)
+
+
+@contextmanager
+def _single_failure() -> Iterator[None]:
+    """Raise a group that holds one failure (Cancelled aside) as that failure, keeping its
+    traceback, cause and context; a group of several is raised as it is."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        single = _collapse(group)
+        if single is group:
+            raise
+        context = single.__context__
+        try:
+            raise single
+        finally:
+            single.__context__ = context

@@ -1,16 +1,35 @@
-"""ServerSupervisor: one per configured server; the state machine of DESIGN.md.
+"""ServerSupervisor: one actor per configured server; the state machine of DESIGN.md.
 
-``DISABLED → CONNECTING → READY ⇄ RECONNECTING → PARKED``, plus ``NEEDS_AUTH``, ``FAILED`` and
-``STOPPED``. Each connection attempt gets a fresh transport and a new generation number; a failed
-attempt's transport is closed (its process group ended) before the next one starts.
+``DISABLED → CONNECTING → READY ⇄ RECONNECTING → PARKED``, plus ``NEEDS_AUTH``, ``FAILED``, and
+``STOPPING → STOPPED``. The supervisor is a trio task (:meth:`ServerSupervisor.run`) and the only
+writer of its state: everything it learns arrives as a message in its bounded mailbox (one
+closed union, :data:`SupervisorMsg`), and each message is applied synchronously. It publishes an
+immutable :class:`ServerStatus` on every change; other tasks read that, and the live session
+handle while the server is ``READY``.
+
+Each connection attempt is a **connection task** in the supervisor's nursery with a fresh
+transport and a new generation number: it opens the transport (its sink is a new mailbox for
+the session's table), runs the session's handshake and first listing within
+``connect_timeout``, says :class:`AttemptReady`, and lives as long as the connection. The
+session's table says :class:`~trio_mcp.actors.runtime._pending.ConnectionLost` the moment the
+connection ends (the connection task says it too, as a fallback, with the error that ended its
+session); once the transport is closed (no orphan process) the connection task says
+:class:`ConnectionClosed`. The next attempt starts only after that.
 
 - First connect: retried after 1, 2, 4, 8, 16 s (``RetryPolicy.first_connect_delays``), then
   ``PARKED`` with a probe every 5 minutes (``park_probe_interval``; None means ``FAILED``).
 - After a runtime disconnect: ``RECONNECTING`` with capped, jittered exponential backoff, for as
   long as it takes; the count starts over once a connection stayed up for ``healthy_after``.
 
-The supervisor's state is its own: other tasks read it through :meth:`status` and ask for an
-early attempt with :meth:`reconnect_now` (a one-slot, coalescing mailbox).
+The registry never holds a tool of a server that is not ``READY``: the supervisor has the
+registry replace the server's tools only while it is ``READY`` (and after publishing it), and
+when it leaves ``READY`` it first has them withdrawn and waits until the registry says so
+(:class:`~trio_mcp.actors.runtime._registry.Withdrawn`) before it publishes the new state. A
+withdrawal is a tombstone for its generation, so nothing of a dead connection comes back.
+
+Stopping (:class:`Stop`, when the runtime closes): ``STOPPING``, the connection task is
+cancelled (it closes its transport, bounded), the tools are withdrawn; ``STOPPED`` once both are
+done, and the task returns.
 """
 
 from __future__ import annotations
@@ -20,7 +39,7 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, Final, TypeAlias
 
 import attrs
 import trio
@@ -33,17 +52,39 @@ from ...protocol._errors import (
     ServerUnavailable,
 )
 from ...protocol._types import ServerCapabilities
-from ...transports._base import Transport
+from ...transports._base import FrameSink, ProcessTransport, Transport
+from ...transports._channel import ByteChannel
 from ..config._backoff import first_connect_delay, reconnect_delay
 from ..config._config import RuntimeConfig, ServerConfig
 from ._callbacks import HostCallbacks
-from ._events import ResourceUpdated, ServerLogged, ServerState, ServerStateChanged
-from ._registry import Registry, ReplaceTools, ToolRefusal, ToolsChanged, WithdrawServer
-from ._session import Session
+from ._dispatcher import EventPublisher
+from ._events import ServerState, ServerStateChanged
+from ._pending import ConnectionLost, PendingItem
+from ._registry import Registry, RegistryView, ReplaceTools, ToolRefusal, Withdrawn, WithdrawServer
+from ._session import Listing, Relisted, Session, SessionInfo
 
-__all__ = ["ServerStatus", "ServerSupervisor"]
+__all__ = [
+    "MAILBOX_SIZE",
+    "SETTLED",
+    "AttemptReady",
+    "AttemptStarted",
+    "ConnectionClosed",
+    "ReconnectNow",
+    "ServerStatus",
+    "ServerSupervisor",
+    "Stop",
+    "SupervisorMsg",
+    "TransportOpener",
+]
 
 logger = logging.getLogger("trio_mcp.supervisor")
+
+#: Messages waiting for a supervisor.
+MAILBOX_SIZE: Final = 64
+#: While it waits for the registry to confirm a withdrawal, a supervisor also looks at the
+#: registry's view this often (the confirmation is a message it may not get when its mailbox
+#: was full).
+_WITHDRAW_RECHECK: Final = 0.25
 
 SETTLED = frozenset(
     {
@@ -55,6 +96,65 @@ SETTLED = frozenset(
         ServerState.STOPPED,
     }
 )
+
+#: ``open_transport(config, sink)``: a fresh transport for one connection attempt, whose frames
+#: and events go into ``sink``.
+TransportOpener: TypeAlias = Callable[
+    [ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]
+]
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@attrs.frozen(kw_only=True)
+class AttemptStarted:
+    """The connection task of ``generation`` has its transport (for the status: pid, stderr)."""
+
+    generation: int
+    transport: Transport = attrs.field(eq=False)
+
+
+@attrs.frozen(kw_only=True)
+class AttemptReady:
+    """The handshake and first listing of ``generation`` are done."""
+
+    generation: int
+    session: Session = attrs.field(eq=False)
+    listing: Listing
+    connect_time: float
+
+
+@attrs.frozen(kw_only=True)
+class ConnectionClosed:
+    """The connection task of ``generation`` has ended and its transport is closed."""
+
+    generation: int
+
+
+@attrs.frozen(kw_only=True)
+class ReconnectNow:
+    """The host asks for a connection attempt now."""
+
+
+@attrs.frozen(kw_only=True)
+class Stop:
+    """The runtime is closing: stop for good."""
+
+
+SupervisorMsg: TypeAlias = (
+    AttemptStarted
+    | AttemptReady
+    | ConnectionLost
+    | ConnectionClosed
+    | Relisted
+    | Withdrawn
+    | ReconnectNow
+    | Stop
+)
+
+
+# --------------------------------------------------------------------------- the status
 
 
 @attrs.frozen(kw_only=True)
@@ -92,8 +192,7 @@ class ServerStatus:
 def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     """The error that says best why a connection attempt failed: the first that is not a
     :class:`ServerDisconnected` (a request failing *because* the connection ended, such as the
-    handshake's, which may come out before the transport's own error or after it), else the
-    first."""
+    handshake's), else the first."""
     leaves = list(_leaves(group))
     return next((e for e in leaves if not isinstance(e, ServerDisconnected)), leaves[0])
 
@@ -106,41 +205,59 @@ def _leaves(group: BaseExceptionGroup[Any]) -> Iterator[BaseException]:
             yield error
 
 
+# --------------------------------------------------------------------------- the actor
+
+
 @attrs.define(eq=False)
 class ServerSupervisor:
-    """Keeps one server connected, for the life of the runtime."""
+    """Keeps one server connected, for the life of the runtime. Other tasks send it messages
+    (:meth:`reconnect_now`, :meth:`stop`) and read what it published (:attr:`status`,
+    :meth:`ready_session`, :meth:`wait_state`)."""
 
     config: ServerConfig
     runtime: RuntimeConfig
     registry: Registry
     callbacks: HostCallbacks
-    #: ``open_transport(config, on_stderr_line)``: a fresh transport for each attempt.
-    open_transport: Callable[
-        [ServerConfig, Callable[[str], None]], AbstractAsyncContextManager[Transport]
-    ]
-    publish: Callable[[Any], None]
+    open_transport: TransportOpener
+    events: EventPublisher
     rng: random.Random = attrs.field(factory=random.Random)
 
+    inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
+    _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
+    _connections: trio.Nursery | None = attrs.field(default=None, init=False)
+
+    # The state; only the supervisor's task changes it.
     _state: ServerState = attrs.field(default=ServerState.CONNECTING, init=False)
     _generation: int = attrs.field(default=0, init=False)
-    _session: Session | None = attrs.field(default=None, init=False)
-    _transport: Transport | None = attrs.field(default=None, init=False)
     _phase: str = attrs.field(default="first", init=False)  # first | parked | runtime
     _failures: int = attrs.field(default=0, init=False)
+    _session: Session | None = attrs.field(default=None, init=False)
+    _info: SessionInfo | None = attrs.field(default=None, init=False)
+    _transport: Transport | None = attrs.field(default=None, init=False)
     _ready_since: float | None = attrs.field(default=None, init=False)
     _connect_time: float | None = attrs.field(default=None, init=False)
     _next_attempt_at: float | None = attrs.field(default=None, init=False)
     _last_error: str | None = attrs.field(default=None, init=False)
-    _drop_handled: bool = attrs.field(default=False, init=False)
-    _changed: trio.Event = attrs.field(factory=trio.Event, init=False)
-    _wake: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: The generation whose connection task runs (None: none runs).
+    _running: int | None = attrs.field(default=None, init=False)
+    _running_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
+    #: The newest generation whose end was handled (a second word of it is ignored).
+    _ended: int = attrs.field(default=0, init=False)
+    #: The generation being withdrawn, the reason, and what comes after it.
+    _withdrawing: int | None = attrs.field(default=None, init=False)
+    _withdraw_reason: str = attrs.field(default="", init=False)
     _stopping: bool = attrs.field(default=False, init=False)
-    _stderr_log: logging.Logger = attrs.field(init=False)
+    _finished: bool = attrs.field(default=False, init=False)
+
+    # What other tasks read: replaced (never changed) on every change.
+    _published: ServerStatus = attrs.field(init=False)
+    _changed: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._stderr_log = logging.getLogger(f"trio_mcp.server.{self.config.name}.stderr")
+        self.inbox, self._mailbox = trio.open_memory_channel[SupervisorMsg](MAILBOX_SIZE)
+        self._published = self._snapshot()
 
-    # ------------------------------------------------------------------ reading
+    # ------------------------------------------------------------------ for other tasks
 
     @property
     def name(self) -> str:
@@ -148,160 +265,182 @@ class ServerSupervisor:
 
     @property
     def state(self) -> ServerState:
-        return self._state
+        """The published state."""
+        return self._published.state
 
-    @property
-    def session(self) -> Session | None:
-        return self._session
-
-    def status(self) -> ServerStatus:
-        session = self._session
-        info = session.info if session is not None else None
-        tail: tuple[str, ...] = ()
-        stderr_tail = getattr(self._transport, "stderr_tail", None)
-        if callable(stderr_tail):
-            tail = tuple(stderr_tail())
-        return ServerStatus(
-            name=self.name,
-            state=self._state,
-            transport=self.config.transport_kind.value,
-            generation=self._generation,
-            protocol_version=info.protocol_version if info else None,
-            server_name=info.server_name if info else None,
-            server_version=info.server_version if info else None,
-            tool_count=len(self.registry.tools_of(self.name)),
-            refused_tools=self.registry.refused_of(self.name),
-            connected_at=self._ready_since,
-            connect_time=self._connect_time,
-            last_error=self._last_error,
-            next_attempt_at=self._next_attempt_at,
-            failures=self._failures,
-            pid=getattr(self._transport, "pid", None),
-            stderr_tail=tail,
-            capabilities=info.capabilities if info else None,
-        )
+    def status(self, view: RegistryView | None = None) -> ServerStatus:
+        """The published status, with the tool counts of the registry's ``view`` and the current
+        stderr tail of a stdio server."""
+        status = self._published
+        view = view if view is not None else self.registry.view
+        changes: dict[str, Any] = {
+            "tool_count": len(view.tools_of(self.name)),
+            "refused_tools": view.refused_of(self.name),
+        }
+        transport = self._transport
+        if isinstance(transport, ProcessTransport):
+            changes["stderr_tail"] = transport.stderr_tail()
+        return attrs.evolve(status, **changes)
 
     def ready_session(self) -> Session:
         """The live session, or :class:`ServerUnavailable` saying the state and the next
         attempt."""
         session = self._session
-        if self._state is ServerState.READY and session is not None and not session.closed:
+        if self.accepts_calls and session is not None:
             return session
         raise self.unavailable()
 
+    @property
+    def accepts_calls(self) -> bool:
+        """READY, and its connection has not ended (its tools are not being withdrawn)."""
+        return self._published.state is ServerState.READY and self._withdrawing is None
+
     def unavailable(self) -> ServerUnavailable:
+        status = self._published
+        state = status.state.value
+        why = f" ({status.last_error})" if status.last_error else ""
+        if status.state is ServerState.READY:  # its connection just ended
+            state = "reconnecting"
+            why = f" ({self._withdraw_reason})" if self._withdraw_reason else ""
         when = ""
-        if self._next_attempt_at is not None:
-            delta = max(0.0, self._next_attempt_at - trio.current_time())
+        if status.next_attempt_at is not None:
+            delta = max(0.0, status.next_attempt_at - trio.current_time())
             when = f"; next connection attempt in {delta:.1f} s"
-        why = f" ({self._last_error})" if self._last_error else ""
         return ServerUnavailable(
-            f"server {self.name!r} is {self._state.value}{why}{when}",
+            f"server {self.name!r} is {state}{why}{when}",
             server=self.name,
-            state=self._state.value,
-            next_attempt_at=self._next_attempt_at,
+            state=state,
+            next_attempt_at=status.next_attempt_at,
         )
 
     async def wait_state(self, predicate: Callable[[ServerState], bool]) -> ServerState:
-        """Wait until the state satisfies ``predicate``; returns it."""
-        while not predicate(self._state):
+        """Wait until the published state satisfies ``predicate``; returns it."""
+        while not predicate(self._published.state):
             await self._changed.wait()
-        return self._state
-
-    def stop_soon(self) -> None:
-        """Mark the supervisor as stopping (the runtime cancels it next): a connection that ends
-        from now on is not reconnected."""
-        self._stopping = True
+        return self._published.state
 
     def reconnect_now(self) -> None:
-        """Ask for a connection attempt now (a parked or reconnecting server stops waiting)."""
-        self._wake.set()
+        """Ask for a connection attempt now (a parked or reconnecting server stops waiting).
+        Coalesced: a request while one is pending is the same request."""
+        try:
+            self.inbox.send_nowait(ReconnectNow())
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            return
 
-    # ------------------------------------------------------------------ the loop
+    async def stop(self) -> None:
+        """Ask the supervisor to stop for good (it returns once stopped)."""
+        try:
+            await self.inbox.send(Stop())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+    # ------------------------------------------------------------------ the task
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Supervise until cancelled. Only expected failures (``McpError``) are retried; a bug
-        in our own code propagates and crashes the runtime loudly."""
-        task_status.started()
-        try:
-            if not (self.config.enabled and self.runtime.enabled):
-                why = "disabled in the configuration"
-                self._set_state(ServerState.DISABLED, reason=why)
-                await trio.sleep_forever()
-            if self.runtime.network_policy == "deny" and self.config.transport_kind.is_url:
-                why = (
-                    "skipped: execution.networkPolicy is 'deny' "
-                    "(set it to 'allow' to connect URL servers)"
-                )
-                self._last_error = why
-                logger.warning("server %r (%s) %s", self.name, self.config.transport_kind, why)
-                self._set_state(ServerState.DISABLED, reason=why)
-                await trio.sleep_forever()
-            while True:
-                await self._attempt()
-                await self._wait_for_next_attempt()
-        finally:
-            self._stopped()
+        """Supervise until stopped. Only expected failures (``McpError``) of a connection are
+        handled; a bug in our own code propagates and crashes the runtime loudly."""
+        async with trio.open_nursery() as connections:
+            self._connections = connections
+            task_status.started()
+            self._begin()
+            mailbox = self._mailbox
+            while not self._finished:
+                with trio.move_on_at(self._wake_at()):
+                    self._handle(await mailbox.receive())
+                    while not self._finished:
+                        try:
+                            msg = mailbox.receive_nowait()
+                        except trio.WouldBlock:
+                            break
+                        self._handle(msg)
+                    continue
+                self._on_time()
 
-    async def _attempt(self) -> None:
-        self._generation += 1
-        generation = self._generation
-        self._drop_handled = False
-        self._next_attempt_at = None
-        state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
-        self._set_state(state, reason=self._last_error)
-        started = trio.current_time()
-        deadline = started + self.config.connect_timeout
-        failure: BaseException | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                session: Session | None = None
-                with trio.move_on_at(deadline):
-                    session = await nursery.start(self._connection, generation)
-                if session is None:
-                    raise ConnectTimeout(
-                        f"server {self.name!r} did not become ready within "
-                        f"{self.config.connect_timeout:g} s (connect_timeout: spawn or connect, "
-                        "handshake and tool listing)"
-                    )
-                self._on_ready(session, started)
-        except* McpError as group:
-            failure = _first_error(group)
-        if failure is None and not self._drop_handled:
-            failure = ConnectError(f"server {self.name!r}: the connection ended")
-        if failure is not None:
-            self._on_failure(failure)
-
-    async def _connection(
-        self, generation: int, *, task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        async with self.open_transport(self.config, self._stderr_line) as transport:
-            self._transport = transport
-            session = Session(
-                config=self.config,
-                runtime=self.runtime,
-                generation=generation,
-                transport=transport,
-                callbacks=self.callbacks,
-                on_lost=self._on_lost,
-                on_listing=self._on_listing,
-                publish=self._publish_from_session,
-            )
-            async with trio.open_nursery() as nursery:
-                await nursery.start(session.run)
-                task_status.started(session)
-
-    async def _wait_for_next_attempt(self) -> None:
-        self._wake = trio.Event()
-        if self._next_attempt_at is None:
-            await self._wake.wait()
-        else:
-            with trio.move_on_at(self._next_attempt_at):
-                await self._wake.wait()
+    def _wake_at(self) -> float:
+        if self._withdrawing is not None:
+            return trio.current_time() + _WITHDRAW_RECHECK
+        if self._running is not None or self._stopping or self._next_attempt_at is None:
+            return math.inf
+        return self._next_attempt_at
 
     # ------------------------------------------------------------------ transitions (sync)
 
-    def _on_ready(self, session: Session, started: float) -> None:
+    def _begin(self) -> None:
+        if not (self.config.enabled and self.runtime.enabled):
+            self._set_state(ServerState.DISABLED, reason="disabled in the configuration")
+            return
+        if self.runtime.network_policy == "deny" and self.config.transport_kind.is_url:
+            why = (
+                "skipped: execution.networkPolicy is 'deny' "
+                "(set it to 'allow' to connect URL servers)"
+            )
+            self._last_error = why
+            logger.warning("server %r (%s) %s", self.name, self.config.transport_kind, why)
+            self._set_state(ServerState.DISABLED, reason=why)
+            return
+        self._next_attempt_at = trio.current_time()
+
+    def _on_time(self) -> None:
+        """The wait ran out: a withdrawal to look at again, or an attempt that is due."""
+        if self._withdrawing is not None:
+            if self.registry.view.withdrawn.get(self.name, -1) >= self._withdrawing:
+                self._withdrawn(self._withdrawing)
+            return
+        if (
+            self._running is None
+            and not self._stopping
+            and self._next_attempt_at is not None
+            and trio.current_time() >= self._next_attempt_at
+        ):
+            self._start_attempt()
+
+    def _handle(self, msg: SupervisorMsg) -> None:
+        match msg:
+            case AttemptStarted(generation=generation, transport=transport):
+                if generation == self._generation:
+                    self._transport = transport
+            case AttemptReady():
+                self._ready(msg)
+            case ConnectionLost(generation=generation, error=error):
+                self._lost(generation, error)
+            case ConnectionClosed(generation=generation):
+                self._closed(generation)
+            case Relisted(generation=generation, listing=listing):
+                if (
+                    generation == self._generation
+                    and self._state is ServerState.READY
+                    and self._withdrawing is None
+                ):
+                    self._replace(generation, listing)
+            case Withdrawn(generation=generation):
+                if generation == self._withdrawing:
+                    self._withdrawn(generation)
+            case ReconnectNow():
+                if (
+                    self._running is None
+                    and not self._stopping
+                    and self._state is not (ServerState.DISABLED)
+                ):
+                    self._next_attempt_at = trio.current_time()
+            case Stop():
+                self._stop()
+
+    def _start_attempt(self) -> None:
+        assert self._connections is not None
+        self._generation += 1
+        self._next_attempt_at = None
+        self._session = None
+        self._transport = None
+        scope = trio.CancelScope()
+        self._running = self._generation
+        self._running_scope = scope
+        state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
+        self._set_state(state, reason=self._last_error)
+        self._connections.start_soon(self._connection, self._generation, scope)
+
+    def _ready(self, msg: AttemptReady) -> None:
+        if msg.generation != self._generation or msg.generation <= self._ended or self._stopping:
+            return  # the attempt has failed (or ended) already, or we are stopping
         now = trio.current_time()
         if self._phase != "runtime":
             # First time ready: first-connect failures say nothing about later drops. After that
@@ -309,47 +448,58 @@ class ServerSupervisor:
             # server that drops right after every connect keeps backing off.
             self._failures = 0
             self._phase = "runtime"
-        self._session = session
+        self._session = msg.session
+        self._info = msg.session.info
         self._ready_since = now
-        self._connect_time = now - started
+        self._connect_time = msg.connect_time
         self._last_error = None
-        self._apply(
+        self._set_state(ServerState.READY)
+        self._replace(msg.generation, msg.listing)
+        for tool in msg.listing.tools:
+            logger.debug("server %r: offers tool %s", self.name, tool.name)
+
+    def _replace(self, generation: int, listing: Listing) -> None:
+        self._to_registry(
             ReplaceTools(
                 server=self.name,
-                generation=session.generation,
-                tools=session.tools,
-                refused=session.tool_refusals,
+                generation=generation,
+                tools=listing.tools,
+                refused=listing.refused,
             )
         )
-        for registered in self.registry.tools_of(self.name):
-            logger.info("server %r: registered tool %s", self.name, registered.name)
-        self._set_state(ServerState.READY)
 
-    def _on_listing(
-        self,
-        session: Session,
-        kind: str,
-        entries: tuple[Any, ...],
-        refused: tuple[ToolRefusal, ...],
-    ) -> None:
-        if kind != "tools" or session is not self._session:
-            # The first listing is applied by _on_ready; resources and prompts stay in the session.
+    def _lost(self, generation: int, error: McpError) -> None:
+        """The connection of ``generation`` ended (the first word of it counts)."""
+        if generation != self._generation or generation <= self._ended:
             return
-        self._apply(
-            ReplaceTools(
-                server=self.name, generation=session.generation, tools=entries, refused=refused
+        self._ended = generation
+        reason = _describe(error)
+        if self._session is not None:  # it was READY: withdraw first, then say so
+            self._session = None
+            self._withdraw(generation, reason)
+            return
+        if self._stopping:
+            return
+        self._failed(reason)
+
+    def _withdraw(self, generation: int, reason: str) -> None:
+        self._withdrawing = generation
+        self._withdraw_reason = reason
+        self._to_registry(
+            WithdrawServer(
+                server=self.name, generation=generation, reason=reason, reply_to=self.inbox
             )
         )
 
-    def _on_lost(self, session: Session, reason: str) -> None:
-        """Called synchronously by the session the moment its connection ends."""
-        self._apply(WithdrawServer(server=self.name, generation=session.generation, reason=reason))
-        if session is not self._session:
-            return  # an attempt that never became ready: _on_failure deals with it
-        self._session = None
-        self._drop_handled = True
-        if self._stopping or trio.current_effective_deadline() == -math.inf:
-            return  # we are being stopped (the runtime is closing): no reconnect to plan
+    def _withdrawn(self, generation: int) -> None:
+        """The registry's view holds no tool of ``generation`` any more: publish what the
+        supervisor knew since the connection ended."""
+        self._withdrawing = None
+        reason = self._withdraw_reason
+        self._withdraw_reason = ""
+        if self._stopping:
+            self._maybe_stopped()
+            return
         now = trio.current_time()
         if (
             self._ready_since is not None
@@ -364,79 +514,183 @@ class ServerSupervisor:
         logger.warning(
             "server %r disconnected (%s); reconnecting in %.1f s", self.name, reason, delay
         )
-        self._set_state(ServerState.RECONNECTING, reason=reason, next_attempt_at=now + delay)
+        self._set_state(ServerState.RECONNECTING, reason=reason)
 
-    def _on_failure(self, error: BaseException) -> None:
-        if self._drop_handled:
-            return
+    def _failed(self, reason: str) -> None:
+        """A connection attempt failed before it was ready."""
         now = trio.current_time()
-        self._session = None
-        self._last_error = f"{type(error).__name__}: {error}"
+        self._last_error = reason
         self._failures += 1
         policy = self.runtime.retry
+        delay: float | None
         if self._phase == "runtime":
-            delay: float | None = reconnect_delay(policy, self._failures, self.rng)
+            delay = reconnect_delay(policy, self._failures, self.rng)
             state = ServerState.RECONNECTING
-        elif self._phase == "first":
-            delay = first_connect_delay(policy, self._failures)
+        else:
+            delay = first_connect_delay(policy, self._failures) if self._phase == "first" else None
             state = ServerState.CONNECTING
             if delay is None:
                 self._phase = "parked"
-        if self._phase == "parked":
-            delay = policy.park_probe_interval
-            state = ServerState.PARKED if delay is not None else ServerState.FAILED
+                delay = policy.park_probe_interval
+                state = ServerState.PARKED if delay is not None else ServerState.FAILED
         self._next_attempt_at = None if delay is None else now + delay
         logger.warning(
             "server %r failed to connect: %s%s",
             self.name,
-            self._last_error,
+            reason,
             f"; next attempt in {delay:g} s" if delay is not None else "; giving up",
         )
-        self._set_state(state, reason=self._last_error, next_attempt_at=self._next_attempt_at)
+        self._set_state(state, reason=reason)
 
-    def _stopped(self) -> None:
+    def _closed(self, generation: int) -> None:
+        """The connection task of ``generation`` is over and its transport closed."""
+        if generation == self._running:
+            self._running = None
+            self._running_scope = None
+        if generation > self._ended:  # cancelled (stopping) before it could say how it ended
+            self._lost(generation, ConnectError(f"server {self.name!r}: the connection ended"))
+        if self._stopping:
+            self._maybe_stopped()
+
+    def _stop(self) -> None:
+        if self._stopping:
+            return
         self._stopping = True
-        session, self._session = self._session, None
-        if session is not None:
-            session.lose("the runtime is shutting down")
-        self._apply(WithdrawServer(server=self.name, generation=self._generation, reason="stopped"))
         self._next_attempt_at = None
-        self._set_state(ServerState.STOPPED)
+        self._set_state(ServerState.STOPPING)
+        if self._running_scope is not None:
+            self._running_scope.cancel()
+        if self._withdrawing is None:
+            self._session = None
+            self._withdraw(self._generation, "stopped")
+        self._maybe_stopped()
 
-    def _apply(self, msg: ReplaceTools | WithdrawServer) -> None:
-        change: ToolsChanged | None = self.registry.apply(msg)
-        if change is not None:
-            self.publish(change)
+    def _maybe_stopped(self) -> None:
+        if self._stopping and self._running is None and self._withdrawing is None:
+            self._set_state(ServerState.STOPPED)
+            self._finished = True
 
-    def _publish_from_session(self, event: ServerLogged | ResourceUpdated) -> None:
-        self.publish(event)
+    def _to_registry(self, msg: ReplaceTools | WithdrawServer) -> None:
+        """Hand ``msg`` to the registry: now, or (its mailbox full) from a task of the
+        supervisor's nursery. Messages of one generation may then arrive out of order, which the
+        registry's generations and tombstones make harmless."""
+        try:
+            self.registry.send_nowait(msg)
+        except trio.WouldBlock:
+            assert self._connections is not None
+            self._connections.start_soon(self.registry.send, msg)
 
-    def _stderr_line(self, line: str) -> None:
-        """A line the server wrote to stderr: logged at DEBUG and published as an event (stderr
-        is the server's own log, never an error signal in itself)."""
-        self._stderr_log.debug("%s", line)
-        self.publish(ServerLogged(server=self.name, level="debug", data=line, stderr=True))
+    def _snapshot(self) -> ServerStatus:
+        info = self._info
+        transport = self._transport
+        return ServerStatus(
+            name=self.name,
+            state=self._state,
+            transport=self.config.transport_kind.value,
+            generation=self._generation,
+            protocol_version=info.protocol_version if info else None,
+            server_name=info.server_name if info else None,
+            server_version=info.server_version if info else None,
+            connected_at=self._ready_since,
+            connect_time=self._connect_time,
+            last_error=self._last_error,
+            next_attempt_at=self._next_attempt_at,
+            failures=self._failures,
+            pid=transport.pid if isinstance(transport, ProcessTransport) else None,
+            capabilities=info.capabilities if info else None,
+        )
 
-    def _set_state(
-        self,
-        new: ServerState,
-        *,
-        reason: str | None = None,
-        next_attempt_at: float | None = None,
-    ) -> None:
+    def _set_state(self, new: ServerState, *, reason: str | None = None) -> None:
         old = self._state
         self._state = new
         if new is ServerState.READY:
             logger.info("server %r is ready (generation %d)", self.name, self._generation)
-        self.publish(
+        self._published = self._snapshot()
+        self.events.publish(
             ServerStateChanged(
                 server=self.name,
                 old=old,
                 new=new,
                 generation=self._generation,
                 reason=reason,
-                next_attempt_at=next_attempt_at,
+                next_attempt_at=self._next_attempt_at,
             )
         )
         self._changed.set()
         self._changed = trio.Event()
+
+    # ------------------------------------------------------------------ the connection task
+
+    async def _connection(self, generation: int, scope: trio.CancelScope) -> None:
+        """One connection attempt and, once ready, the connection itself. Tells the supervisor
+        everything through its mailbox; the last word is :class:`ConnectionClosed`, sent once
+        the transport is closed."""
+        inbox = self.inbox
+        started = trio.current_time()
+        ready = False
+        try:
+            with scope, trio.CancelScope(deadline=started + self.config.connect_timeout) as first:
+                try:
+                    mailbox = ByteChannel[PendingItem](max_bytes=self.runtime.mailbox_bytes)
+                    async with self.open_transport(self.config, mailbox) as transport:
+                        await inbox.send(AttemptStarted(generation=generation, transport=transport))
+                        session = Session(
+                            config=self.config,
+                            runtime=self.runtime,
+                            generation=generation,
+                            transport=transport,
+                            mailbox=mailbox,
+                            callbacks=self.callbacks,
+                            events=self.events,
+                            supervisor=inbox,
+                        )
+                        error: BaseException
+                        try:
+                            async with trio.open_nursery() as nursery:
+                                listing = await nursery.start(session.run)
+                                first.deadline = math.inf
+                                ready = True
+                                await inbox.send(
+                                    AttemptReady(
+                                        generation=generation,
+                                        session=session,
+                                        listing=listing,
+                                        connect_time=trio.current_time() - started,
+                                    )
+                                )
+                            error = ConnectError(f"server {self.name!r}: the session ended")
+                        except* McpError as group:
+                            error = _first_error(group)
+                        # Before the transport is closed (which may take its graces).
+                        await inbox.send(
+                            ConnectionLost(generation=generation, error=_as_mcp(error))
+                        )
+                except* McpError as group:  # opening (or closing) the transport failed
+                    await inbox.send(
+                        ConnectionLost(generation=generation, error=_as_mcp(_first_error(group)))
+                    )
+            if first.cancelled_caught and not ready:
+                await inbox.send(
+                    ConnectionLost(
+                        generation=generation,
+                        error=ConnectTimeout(
+                            f"server {self.name!r} did not become ready within "
+                            f"{self.config.connect_timeout:g} s (connect_timeout: spawn or "
+                            "connect, handshake and tool listing)"
+                        ),
+                    )
+                )
+        finally:
+            try:
+                inbox.send_nowait(ConnectionClosed(generation=generation))
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                with trio.CancelScope(shield=True):
+                    await inbox.send(ConnectionClosed(generation=generation))
+
+
+def _as_mcp(error: BaseException) -> McpError:
+    return error if isinstance(error, McpError) else ConnectError(str(error))
+
+
+def _describe(error: McpError) -> str:
+    return f"{type(error).__name__}: {error}"

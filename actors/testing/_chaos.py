@@ -30,18 +30,30 @@ right after the n-th is handled the inner transport is closed, and from then on 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
 
-from ...protocol._errors import TransportClosed
-from ...transports._base import Transport, TransportInfo
+from ...protocol._errors import McpError, TransportClosed
+from ...protocol._jsonrpc import RequestId
+from ...transports._base import (
+    ConnectionEnded,
+    FrameSink,
+    Inbound,
+    InboxReader,
+    ProcessTransport,
+    Transport,
+    TransportInfo,
+    item_size,
+    open_inbox,
+)
+from ...transports._channel import ByteChannel
 
 __all__ = [
     "ChaosAction",
@@ -49,7 +61,9 @@ __all__ = [
     "ChaosStatistics",
     "ChaosTransport",
     "ChaosTransportFactory",
+    "TransportFactory",
     "chaos_transport_factory",
+    "open_chaos_transport",
 ]
 
 #: The two directions a policy can apply to.
@@ -183,28 +197,44 @@ def _rng_per_direction(seed: int) -> dict[str, random.Random]:
     }
 
 
+#: ``factory(sink)``: an async context manager that opens a transport whose frames go to
+#: ``sink`` (what ``ServerConfig(transport_factory=...)`` takes).
+TransportFactory: TypeAlias = Callable[[FrameSink], AbstractAsyncContextManager[Transport]]
+
+
 @attrs.define(eq=False)
 class ChaosTransport:
     """A :class:`~trio_mcp.transports.Transport` that mistreats frames of ``inner`` following
-    ``policy`` (see the module docstring), and records what it did in :attr:`actions`.
+    ``policy`` (see the module docstring), and records what it did in :attr:`actions`. Open one
+    with :func:`open_chaos_transport` (or through :func:`chaos_transport_factory`).
 
-    ``send`` and ``receive`` raise :class:`TransportClosed` when the inner transport does, after
-    :meth:`aclose`, and after a ``disconnect_after_frames`` disconnect (the message says so).
+    Received frames come from the inner transport into the chaos transport's own channel, and
+    its **pump** task (one of its I/O tasks) hands each survivor, in order, to the sink it was
+    opened with; sent frames are mistreated in the sender's task (a delayed send holds back its
+    caller, and :meth:`send_nowait` then declines with ``trio.WouldBlock``). A chaos disconnect
+    closes the inner transport and ends the connection with a :class:`TransportClosed` that says
+    so; sends raise it after that.
     """
 
     inner: Transport
     policy: ChaosPolicy
+    _sink: FrameSink
+    _upstream: ByteChannel[Inbound]
+    _own_inbox: ByteChannel[Inbound] | None = None
     #: Everything done so far, in the order it was done.
     actions: list[ChaosAction] = attrs.field(factory=list, init=False)
     _rngs: dict[str, random.Random] = attrs.field(init=False)
     _counts: dict[str, int] = attrs.field(factory=lambda: {"send": 0, "receive": 0}, init=False)
     _seen: int = attrs.field(default=0, init=False)
-    _replay: deque[bytes] = attrs.field(factory=deque, init=False)
     _disconnected: bool = attrs.field(default=False, init=False)
     _closed: bool = attrs.field(default=False, init=False)
+    _ended: bool = attrs.field(default=False, init=False)
+    _reader: InboxReader | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._rngs = _rng_per_direction(self.policy.seed)
+        if self._own_inbox is not None:
+            self._reader = InboxReader(self._own_inbox)
 
     @property
     def info(self) -> TransportInfo:
@@ -215,9 +245,15 @@ class ChaosTransport:
         )
 
     @property
-    def stderr_tail(self) -> Any:
-        """The inner transport's ``stderr_tail`` (stdio), or ``None``."""
-        return getattr(self.inner, "stderr_tail", None)
+    def pid(self) -> int:
+        """The inner transport's server pid (stdio), else 0."""
+        inner = self.inner
+        return inner.pid if isinstance(inner, ProcessTransport) else 0
+
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The inner transport's stderr tail (stdio), else nothing."""
+        inner = self.inner
+        return inner.stderr_tail() if isinstance(inner, ProcessTransport) else ()
 
     @property
     def disconnected(self) -> bool:
@@ -240,55 +276,117 @@ class ChaosTransport:
 
     # ------------------------------------------------------------------ the contract
 
-    async def send(self, frame: bytes) -> None:
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Send ``frame`` through the inner transport now, unless chaos decides otherwise;
+        ``trio.WouldBlock`` when the inner outbox is full or chaos delays this frame (then
+        :meth:`send` carries it)."""
+        self._check_usable("send")
+        if "send" not in self.policy.directions:
+            with self._translate("send"):
+                self.inner.send_nowait(frame, request_id)
+            return
+        if self.policy.delay is not None:
+            raise trio.WouldBlock
+        index, fate = self._next_fate("send")
+        try:
+            for copy in self._mangle(index, "send", frame, fate):
+                with self._translate("send"):
+                    self.inner.send_nowait(copy, request_id)
+        finally:
+            self._after_frame("send")
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """Send ``frame`` through the inner transport, unless chaos decides otherwise.
 
         Raises :class:`TransportClosed` like the inner transport, after :meth:`aclose` and after a
         chaos disconnect.
         """
-        await self._check_usable("send")
+        try:
+            self._check_usable("send")
+        except TransportClosed:
+            await trio.lowlevel.checkpoint()
+            raise
         if "send" not in self.policy.directions:
             with self._translate("send"):
-                await self.inner.send(frame)
+                await self.inner.send(frame, request_id)
             return
         index, fate = self._next_fate("send")
         try:
-            out = await self._apply(index, "send", frame, fate)
-            with self._translate("send"):
-                for copy in out:
-                    await self.inner.send(copy)
+            if fate.delay is not None:
+                self._record(index, "send", "delay", fate.delay)
+                await trio.sleep(fate.delay)
+            for copy in self._mangle(index, "send", frame, fate):
+                with self._translate("send"):
+                    await self.inner.send(copy, request_id)
         finally:
-            await self._after_frame("send")
+            self._after_frame("send")
 
     async def receive(self) -> bytes:
-        """Return the next frame that survives chaos (a queued duplicate first).
-
-        Raises :class:`TransportClosed` like the inner transport, after :meth:`aclose` and after a
-        chaos disconnect.
-        """
-        while True:
-            if self._replay:
-                await trio.lowlevel.checkpoint()
-                return self._replay.popleft()
-            await self._check_usable("receive")
-            with self._translate("receive"):
-                frame = await self.inner.receive()
-            if "receive" not in self.policy.directions:
-                return frame
-            index, fate = self._next_fate("receive")
-            try:
-                out = await self._apply(index, "receive", frame, fate)
-            finally:
-                await self._after_frame("receive")
-            if out:
-                self._replay.extend(out[1:])
-                return out[0]
+        """The next frame that survives chaos (only for a transport opened without a sink).
+        Raises :class:`TransportClosed` like the inner transport, after :meth:`aclose` and after
+        a chaos disconnect."""
+        if self._reader is None:
+            raise RuntimeError("this transport's frames go to the sink it was opened with")
+        return await self._reader.receive()
 
     async def aclose(self) -> None:
-        """Close the inner transport. Idempotent."""
+        """Close the inner transport, and end the connection for the sink. Idempotent."""
         self._closed = True
-        self._replay.clear()
+        self._end(TransportClosed("the chaos transport was closed on this side"))
         await self.inner.aclose()
+
+    # ------------------------------------------------------------------ the pump
+
+    async def _pump(self) -> None:
+        """The inner transport's items -> chaos -> the sink, in order."""
+        upstream = self._upstream
+        while True:
+            try:
+                item = await upstream.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                self._end(TransportClosed("the connection ended"))
+                return
+            if isinstance(item, ConnectionEnded):
+                error = item.error
+                if self._disconnected:
+                    exc = self._disconnect_error("receive")
+                    exc.__cause__ = error
+                    error = exc
+                await self._put(ConnectionEnded(error=error, unsent=item.unsent))
+                self._end(error)
+                return
+            if not isinstance(item, bytes) or "receive" not in self.policy.directions:
+                await self._put(item)
+                continue
+            if self._disconnected:
+                continue  # the inner transport is being closed: nothing more gets through
+            index, fate = self._next_fate("receive")
+            if fate.delay is not None:
+                self._record(index, "receive", "delay", fate.delay)
+                await trio.sleep(fate.delay)
+            for frame in self._mangle(index, "receive", item, fate):
+                await self._put(frame)
+            self._after_frame("receive")
+            if self.disconnected:  # this frame was the last one
+                with trio.CancelScope(shield=True):
+                    await self.inner.aclose()
+
+    async def _put(self, item: Inbound) -> None:
+        if self._ended:
+            return
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._sink.send(item, item_size(item))
+
+    def _end(self, error: McpError) -> None:
+        """Put the end into the sink (when it has room) and close it. Sync, once."""
+        if self._ended:
+            return
+        self._ended = True
+        with contextlib.suppress(
+            trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
+            self._sink.send_nowait(ConnectionEnded(error=error))
+        self._sink.close()
 
     # ------------------------------------------------------------------ internals
 
@@ -316,11 +414,8 @@ class ChaosTransport:
             duplicate=duplicate_hit < policy.duplicate,
         )
 
-    async def _apply(self, index: int, direction: str, frame: bytes, fate: _Fate) -> list[bytes]:
-        """Carry out a fate; return the frames to deliver (none, one, or two)."""
-        if fate.delay is not None:
-            self._record(index, direction, "delay", fate.delay)
-            await trio.sleep(fate.delay)
+    def _mangle(self, index: int, direction: str, frame: bytes, fate: _Fate) -> list[bytes]:
+        """Carry out a fate (but its delay); return the frames to deliver (none, one, two)."""
         if fate.drop:
             self._record(index, direction, "drop")
             return []
@@ -346,29 +441,28 @@ class ChaosTransport:
         limit = self.policy.disconnect_after_frames
         return limit is not None and self._seen >= limit and not self._disconnected
 
-    async def _after_frame(self, direction: str) -> None:
+    def _after_frame(self, direction: str) -> None:
         self._seen += 1
         if self._limit_reached():
-            await self._disconnect(direction)
+            self._disconnect(direction)
 
-    async def _check_usable(self, direction: str) -> None:
+    def _check_usable(self, direction: str) -> None:
         if self._limit_reached() and not self._closed:
-            await self._disconnect(direction)
+            self._disconnect(direction)
         if self._closed:
-            await trio.lowlevel.checkpoint()
             raise TransportClosed(
                 f"cannot {direction}: the chaos transport was closed on this side; "
                 "open a new connection"
             )
         if self._disconnected:
-            await trio.lowlevel.checkpoint()
             raise self._disconnect_error(direction)
 
-    async def _disconnect(self, direction: str) -> None:
+    def _disconnect(self, direction: str) -> None:
+        """Cut the link: from now on nothing gets through, and the end says why. The inner
+        transport is closed by the pump (or when the chaos transport is closed)."""
         self._disconnected = True
         self._record(self._seen, direction, "disconnect", self._seen)
-        with trio.CancelScope(shield=True):
-            await self.inner.aclose()
+        self._end(self._disconnect_error("receive"))
 
     def _disconnect_error(self, direction: str) -> TransportClosed:
         return TransportClosed(
@@ -387,11 +481,34 @@ class ChaosTransport:
             raise
 
 
+@asynccontextmanager
+async def open_chaos_transport(
+    factory: TransportFactory, policy: ChaosPolicy, sink: FrameSink | None = None
+) -> AsyncIterator[ChaosTransport]:
+    """Open ``factory``'s transport behind a :class:`ChaosTransport` following ``policy``, whose
+    surviving frames go into ``sink`` (or, without one, to its own inbox, read with
+    ``receive()``). Leaving the block closes both."""
+    upstream = open_inbox()
+    own = None
+    if sink is None:
+        own = open_inbox()
+        sink = own
+    async with factory(upstream) as inner, trio.open_nursery() as nursery:
+        chaos = ChaosTransport(inner, policy, sink, upstream, own)
+        nursery.start_soon(chaos._pump)
+        try:
+            yield chaos
+        finally:
+            with trio.CancelScope(shield=True):
+                await chaos.aclose()
+            nursery.cancel_scope.cancel()
+
+
 @attrs.define(eq=False)
 class ChaosTransportFactory:
     """A transport factory that wraps the transports of ``factory`` in
-    :class:`ChaosTransport`. Call it with no arguments to get an async context manager, as
-    ``ServerConfig(type=TransportKind.CUSTOM, transport_factory=...)`` does.
+    :class:`ChaosTransport`. Call it with the sink of a connection to get an async context
+    manager, as ``ServerConfig(type=TransportKind.CUSTOM, transport_factory=...)`` does.
 
     Connection number ``n`` (from 0) gets ``policies[n]`` (``None``: no chaos); the connections
     past the end of ``policies`` get ``then`` with its seed plus 0, 1, 2... (a fresh but
@@ -400,7 +517,7 @@ class ChaosTransportFactory:
     :attr:`ChaosTransport.actions`. Build it with :func:`chaos_transport_factory`.
     """
 
-    factory: Callable[[], AbstractAsyncContextManager[Transport]]
+    factory: TransportFactory
     policies: tuple[ChaosPolicy | None, ...] = ()
     then: ChaosPolicy | None = None
     #: The chaos wrappers made so far, one per connection that got a policy.
@@ -408,12 +525,12 @@ class ChaosTransportFactory:
     #: How many connections were opened so far, with and without chaos.
     connections: int = attrs.field(default=0, init=False)
 
-    def __call__(self) -> AbstractAsyncContextManager[Transport]:
+    def __call__(self, sink: FrameSink) -> AbstractAsyncContextManager[Transport]:
         """One connection: an async context manager yielding the (wrapped) transport."""
-        return self._open()
+        return self._open(sink)
 
     @asynccontextmanager
-    async def _open(self) -> AsyncIterator[Transport]:
+    async def _open(self, sink: FrameSink) -> AsyncIterator[Transport]:
         number = self.connections
         self.connections += 1
         if number < len(self.policies):
@@ -424,25 +541,22 @@ class ChaosTransportFactory:
             policy = attrs.evolve(self.then, seed=self.then.seed + number - len(self.policies))
         else:
             policy = None
-        async with self.factory() as inner:
-            if policy is None:
+        if policy is None:
+            async with self.factory(sink) as inner:
                 yield inner
-                return
-            chaos = ChaosTransport(inner, policy)
+            return
+        async with open_chaos_transport(self.factory, policy, sink) as chaos:
             self.transports.append(chaos)
-            try:
-                yield chaos
-            finally:
-                with trio.CancelScope(shield=True):
-                    await chaos.aclose()
+            yield chaos
 
 
 def chaos_transport_factory(
-    factory: Callable[[], AbstractAsyncContextManager[Transport]],
+    factory: TransportFactory,
     policy: ChaosPolicy | Sequence[ChaosPolicy | None],
 ) -> ChaosTransportFactory:
-    """Wrap a transport factory (a zero-argument callable returning an async context manager
-    that yields a transport) so that its transports go through a :class:`ChaosTransport`.
+    """Wrap a transport factory (a callable taking a sink and returning an async context
+    manager that yields a transport) so that its transports go through a
+    :class:`ChaosTransport`.
 
     A single ``policy`` applies to every connection: connection ``n`` (from 0) uses it with
     seed ``policy.seed + n``, so runs are reproducible while each reconnection meets new fates.

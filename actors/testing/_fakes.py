@@ -34,7 +34,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -65,6 +65,7 @@ from ...protocol._methods import encode
 from ...protocol._types import CallToolResult, ToolAnnotations
 from ...protocol._versions import LATEST_LEGACY, LEGACY_VERSIONS, LOG_LEVELS
 from ...transports._base import (
+    FrameSink,
     Transport,
     TransportInfo,
     collapse_exception_group,
@@ -300,11 +301,22 @@ class _Reply:
     error: ErrorObject | None = None
 
 
+class ServerEnd(Protocol):
+    """What the fake needs of its end of a connection: the server end of a memory pair, or its
+    own stdio streams."""
+
+    async def send(self, frame: bytes) -> None: ...
+
+    async def receive(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...
+
+
 @attrs.define(eq=False)
 class _Connection:
     """What the fake knows about one client connection."""
 
-    transport: Transport
+    transport: ServerEnd
     number: int
     nursery: trio.Nursery | None = None
     handling: dict[RequestId, tuple[trio.CancelScope, ToolContext]] = attrs.Factory(dict)
@@ -493,8 +505,9 @@ class FakeServer:
     errors: dict[str, tuple[int, str]] = attrs.field(factory=dict, converter=_error_map)
     crash_after_calls: int | None = None
     list_changed_after_calls: int | None = None
-    #: Frames buffered per direction by the in-memory connections.
-    max_buffer: int = 64
+    #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
+    #: into the sink it was opened with: a session's mailbox).
+    max_bytes: int = 256 * 1024
     #: Set by the stdio entry point: :meth:`ToolContext.crash` exits the process.
     exit_process_on_crash: bool = False
 
@@ -519,7 +532,7 @@ class FakeServer:
     _calls_answered: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
-        for key in ("refuse_connects", "max_buffer"):
+        for key in ("refuse_connects", "max_bytes"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"FakeServer.{key} must be an integer >= 0, got {value!r}")
@@ -593,9 +606,10 @@ class FakeServer:
 
     # ------------------------------------------------------------------ connecting
 
-    def transport_factory(self) -> Callable[[], AbstractAsyncContextManager[Transport]]:
-        """A zero-argument callable; each call is one connection attempt (see :meth:`connect`).
-        This is what ``ServerConfig(type=TransportKind.CUSTOM, transport_factory=...)`` takes."""
+    def transport_factory(self) -> Callable[[FrameSink], AbstractAsyncContextManager[Transport]]:
+        """A callable taking the sink of the client end; each call is one connection attempt
+        (see :meth:`connect`). This is what ``ServerConfig(type=TransportKind.CUSTOM,
+        transport_factory=...)`` takes."""
         return self.connect
 
     def server_config(self, name: str | None = None, **options: Any) -> ServerConfig:
@@ -609,8 +623,9 @@ class FakeServer:
         )
 
     @asynccontextmanager
-    async def connect(self) -> AsyncIterator[MemoryTransport]:
-        """One connection attempt, as an async context manager yielding the client end.
+    async def connect(self, sink: FrameSink | None = None) -> AsyncIterator[MemoryTransport]:
+        """One connection attempt, as an async context manager yielding the client end (whose
+        frames go into ``sink``; without one, read them with its ``receive()``).
 
         The attempt's time is recorded in :attr:`connect_times`. The first ``refuse_connects``
         attempts raise :class:`ConnectError`. Otherwise the server end is served in a
@@ -627,7 +642,9 @@ class FakeServer:
                 f"(refuse_connects={self.refuse_connects})"
             )
         client, server = memory_transport_pair(
-            max_buffer=self.max_buffer, label=f"fake server {self.name!r} connection {attempt}"
+            max_bytes=self.max_bytes,
+            label=f"fake server {self.name!r} connection {attempt}",
+            client_sink=sink,
         )
         with collapse_exception_group():
             async with trio.open_nursery() as nursery:
@@ -641,7 +658,7 @@ class FakeServer:
                         await client.aclose()
                     nursery.cancel_scope.cancel()
 
-    async def serve_transport(self, transport: Transport) -> None:
+    async def serve_transport(self, transport: ServerEnd) -> None:
         """Serve one client connection over ``transport`` until it closes (the client closed
         it, or :meth:`disconnect`). Returns normally then; the transport is closed on the way
         out. Bugs in tool handlers' result types are answered as JSON-RPC errors."""

@@ -32,18 +32,18 @@ from cancellation and bounded by the three graces plus 0.5 s to collect the last
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import signal
-import stat
 import subprocess
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias
 
 import attrs
 import trio
@@ -51,12 +51,25 @@ import trio
 from ...protocol._errors import (
     ConnectError,
     FrameTooLarge,
+    LocalProtocolError,
     McpError,
     McpTransportConfigError,
     TransportClosed,
 )
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
-from .._base import TransportInfo, collapse_exception_group, map_transport_errors
+from ...protocol._jsonrpc import RequestId
+from .._base import (
+    ConnectionEnded,
+    FrameSink,
+    Inbound,
+    InboxReader,
+    StderrLine,
+    TransportInfo,
+    collapse_exception_group,
+    map_transport_errors,
+    open_inbox,
+)
+from .._channel import ByteChannel
 from . import _reaper
 
 __all__ = [
@@ -109,11 +122,11 @@ DEFAULT_ENV_ALLOWLIST: Final[tuple[str, ...]] = (
 
 #: Bytes asked for per read of stdout and stderr.
 _READ_CHUNK: Final = 65536
-#: Bytes of parsed frames waiting for :meth:`StdioTransport.receive`; past this, the reader stops
-#: reading stdout until they are taken, so the server blocks on its writes (backpressure). The
-#: queue holds at most this plus what one read brings (64 KiB, or one frame of up to
-#: ``max_frame_bytes``).
-_QUEUE_BYTES: Final = 256 * 1024
+#: Bytes of frames waiting for the writer; past this, ``send`` waits (``send_nowait`` refuses).
+_OUTBOX_BYTES: Final = 256 * 1024
+#: The most frames, and about the most bytes, the writer puts into one write.
+_WRITE_BATCH_FRAMES: Final = 64
+_WRITE_BATCH_BYTES: Final = 1024 * 1024
 #: A stderr line longer than this many bytes is cut (for the tail and ``on_stderr_line``).
 _STDERR_LINE_LIMIT: Final = 4096
 #: How many stderr lines a :class:`TransportClosed` message quotes.
@@ -151,32 +164,20 @@ async def _write_all(stream: trio.abc.SendStream, data: bytes) -> None:
         view.release()
 
 
-def _atomic_pipe(stream: trio.abc.SendStream) -> tuple[int, int]:
-    """``(fd, PIPE_BUF)`` when ``stream`` is a non-blocking pipe (a write of up to ``PIPE_BUF``
-    bytes is then all or nothing), else ``(-1, 0)``."""
-    if _FdStream is None or not isinstance(stream, _FdStream):
-        return -1, 0
-    try:
-        fd = stream.fileno()
-        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
-            return -1, 0
-        return fd, int(os.fpathconf(fd, "PC_PIPE_BUF"))
-    except (OSError, ValueError):
-        return -1, 0
-
-
-async def _read_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
+async def _read_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> tuple[bytes, bool]:
     """``stream.receive_some(max_bytes)``, minus the schedule point before the first read on a
-    Unix pipe."""
+    Unix pipe; also says whether the read had to wait (and so gave the event loop away)."""
     if _FdStream is None or not isinstance(stream, _FdStream):
-        return bytes(await stream.receive_some(max_bytes))
+        return bytes(await stream.receive_some(max_bytes)), True
     await trio.lowlevel.checkpoint_if_cancelled()
     fd = stream.fileno()
+    waited = False
     while True:
         try:
-            return os.read(fd, max_bytes)
+            return os.read(fd, max_bytes), waited
         except BlockingIOError:
             await trio.lowlevel.wait_readable(fd)
+            waited = True
         except OSError as exc:
             raise trio.BrokenResourceError(str(exc)) from exc
 
@@ -219,9 +220,6 @@ class StdioParameters:
     - ``stderr_tail_lines``: how many stderr lines :meth:`StdioTransport.stderr_tail` keeps.
     - ``close_grace``, ``term_grace``, ``kill_grace``: seconds to wait after closing stdin, after
       SIGTERM and after SIGKILL (see :meth:`StdioTransport.aclose`).
-    - ``on_stderr_line``: called with every stderr line (decoded, cut at 4096 bytes), from the
-      drain task. It must return quickly and never block; an exception it raises tears the
-      transport down and propagates out of :func:`open_stdio_transport`.
     - ``bind_to_host``: on Linux, start the server through the launcher that kills its whole
       process group when the host process dies (even by SIGKILL). Ignored elsewhere.
 
@@ -240,7 +238,6 @@ class StdioParameters:
     close_grace: float = 2.0
     term_grace: float = 2.0
     kill_grace: float = 2.0
-    on_stderr_line: Callable[[str], None] | None = attrs.field(default=None, eq=False)
     bind_to_host: bool = True
 
     def __attrs_post_init__(self) -> None:
@@ -283,9 +280,6 @@ class StdioParameters:
                 or value < 0
             ):
                 problems.append((name, f"must be a finite number of seconds >= 0, got {value!r}"))
-        stderr_callback: object = self.on_stderr_line
-        if stderr_callback is not None and not callable(stderr_callback):
-            problems.append(("on_stderr_line", "must be callable or None"))
         return tuple(problems)
 
 
@@ -310,13 +304,13 @@ class _StderrTail:
     """Cuts stderr into lines, keeps the last ones, hands each one to a callback. Sync."""
 
     def __init__(
-        self, *, max_lines: int, line_limit: int, on_line: Callable[[str], None] | None
+        self, *, max_lines: int, line_limit: int, on_line: Callable[[str], None] | None = None
     ) -> None:
         self.lines: deque[str] = deque(maxlen=max_lines)
         self.line_count = 0
         self.byte_count = 0
         self._line_limit = line_limit
-        self._on_line = on_line
+        self.on_line = on_line
         self._partial = bytearray()
         self._dropped = 0
 
@@ -349,8 +343,8 @@ class _StderrTail:
         self._dropped = 0
         self.lines.append(text)
         self.line_count += 1
-        if self._on_line is not None:
-            self._on_line(text)
+        if self.on_line is not None:
+            self.on_line(text)
 
 
 # --------------------------------------------------------------------------- transport
@@ -361,11 +355,15 @@ class StdioStatistics:
     """A snapshot of a :class:`StdioTransport`.
 
     ``pid`` is the server's process, ``pgid`` its process group (the launcher's pid when
-    ``bound_to_host``). ``frames_queued`` counts frames read but not yet received.
+    ``bound_to_host``). ``frames_sent`` counts frames written, in ``write_batches`` writes (the
+    writer takes every frame ready, so under load a write carries many); ``outbox_frames`` the
+    frames waiting for the writer. ``frames_received`` counts frames put into the sink.
     ``stdout_buffered`` is what the framer holds now; ``stdout_peak_buffered`` the most it could
-    have held at once (partial frame + one read), which stays below ``max_frame_bytes`` +
-    one read (64 KiB) however long a line is. ``signals_sent`` lists the shutdown signals sent
-    to the group, in order (empty when the server exited on its own).
+    have held at once (partial frame + one read), which stays below ``max_frame_bytes`` + one
+    read (64 KiB) however long a line is. ``reader_yields`` counts the times the reader gave the
+    event loop away while the server kept writing. ``stderr_lines_dropped`` counts stderr lines
+    not put into a full sink (the tail keeps them). ``signals_sent`` lists the shutdown signals
+    sent to the group, in order (empty when the server exited on its own).
     """
 
     pid: int
@@ -373,12 +371,15 @@ class StdioStatistics:
     bound_to_host: bool
     returncode: int | None
     frames_sent: int
+    write_batches: int
+    outbox_frames: int
     frames_received: int
-    frames_queued: int
     stdout_buffered: int
     stdout_peak_buffered: int
+    reader_yields: int
     stderr_lines: int
     stderr_bytes: int
+    stderr_lines_dropped: int
     signals_sent: tuple[str, ...]
 
 
@@ -392,16 +393,37 @@ def _describe_returncode(code: int) -> str:
     return f"was killed by signal {-code} ({name})"
 
 
+def _check_frame(frame: bytes) -> None:
+    """Raise :class:`LocalProtocolError` for a frame that stdio cannot carry (see
+    :func:`~trio_mcp.protocol._framing.encode_frame`)."""
+    if b"\n" in frame or b"\r" in frame:
+        encode_frame(frame)  # raises, with the message
+
+
+#: What the writer takes from the outbox: a frame and the id of the request it holds.
+_OutFrame: TypeAlias = tuple[bytes, RequestId | None]
+
+
+def _outbox() -> ByteChannel[_OutFrame]:
+    return ByteChannel[_OutFrame](max_bytes=_OUTBOX_BYTES)
+
+
 @attrs.define(eq=False)
 class StdioTransport:
     """A running stdio server. Get one from :func:`open_stdio_transport`; see
     :class:`trio_mcp.transports.Transport` for the contract.
 
-    ``send`` may be called from several tasks at once (writes are serialised, whole frames);
-    ``receive`` returns frames in the order the server wrote them. Cancelling a ``receive`` loses
-    nothing: the transport stays usable. Cancelling a ``send`` while its frame was being written
-    may leave half a line in the pipe, so the transport then refuses further sends
-    (:class:`TransportClosed`); receiving still works.
+    Its tasks: the **reader** (stdout -> framer -> the sink, in order, waiting while the sink is
+    full so that the server blocks on its writes), the **writer** (the outbox -> stdin: every
+    frame ready in one write), the **stderr drain** (lines into the tail and, best effort, into
+    the sink) and the **waiter** (the exit status, the reaping, the sweep of the group). The
+    reader never holds the event loop for long: when the server keeps writing, it yields after
+    every read that did not have to wait.
+
+    The connection ends when stdout ends and the exit status and the last stderr lines are
+    known (or half a second later): :class:`ConnectionEnded` says why, with the requests still
+    in the outbox as ``unsent``. A write that failed half-way leaves the outcome of its frames
+    unknown, and later sends are refused.
     """
 
     _params: StdioParameters
@@ -411,17 +433,17 @@ class StdioTransport:
     _stderr: trio.abc.ReceiveStream
     _status: trio.abc.ReceiveStream | None
     _pid: int
-    _frames_send: trio.MemorySendChannel[bytes]
-    _frames_recv: trio.MemoryReceiveChannel[bytes]
+    _sink: FrameSink
     _framer: NdjsonFramer
     _stderr_tail: _StderrTail
-    _send_lock: trio.StrictFIFOLock = attrs.Factory(trio.StrictFIFOLock)
-    #: stdin's ``(fd, PIPE_BUF)`` when it is a pipe that :meth:`try_send` may write to.
-    _atomic_pipe: tuple[int, int] = (-1, 0)
+    _own_inbox: ByteChannel[Inbound] | None = None
+    _outbox: ByteChannel[_OutFrame] = attrs.Factory(_outbox)
+    _inbox_reader: InboxReader | None = None
     _exited: trio.Event = attrs.Factory(trio.Event)
     _stderr_done: trio.Event = attrs.Factory(trio.Event)
     _close_done: trio.Event = attrs.Factory(trio.Event)
     _reader_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    _writer_scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     _waiter_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
     _stderr_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
     _closing: bool = False
@@ -430,21 +452,22 @@ class StdioTransport:
     _frame_error: FrameTooLarge | None = None
     _end_message: str | None = None
     _frames_sent: int = 0
+    _write_batches: int = 0
     _frames_received: int = 0
     _peak_buffered: int = 0
-    #: Bytes of the frames in the queue; the reader waits for ``_room`` while over _QUEUE_BYTES.
-    _queued_bytes: int = 0
-    _room: trio.Event = attrs.Factory(trio.Event)
-    #: Set by :meth:`set_frame_handler`: frames go to it instead of the queue.
-    _frame_handler: Callable[[bytes], None] | None = None
-    #: Set by :meth:`set_frame_handler`: told synchronously how the connection ended.
-    _end_handler: Callable[[McpError], None] | None = None
-    #: stdout has ended (every frame is queued or handed over).
+    _reader_yields: int = 0
+    _stderr_dropped: int = 0
+    #: stdout has ended: every frame is in the sink, or the reader is putting the last ones.
     _stdout_ended: bool = False
     #: Set once ``_end_message`` is known after stdout ended with the exit status.
     _end_known: trio.Event = attrs.Factory(trio.Event)
+    #: The sink has the ConnectionEnded item (or is closed).
     _end_told: bool = False
     _signals_sent: list[str] = attrs.Factory(list)
+
+    def __attrs_post_init__(self) -> None:
+        if self._own_inbox is not None:
+            self._inbox_reader = InboxReader(self._own_inbox)
 
     # ------------------------------------------------------------------ public API
 
@@ -488,154 +511,63 @@ class StdioTransport:
             bound_to_host=self.bound_to_host,
             returncode=self._returncode,
             frames_sent=self._frames_sent,
+            write_batches=self._write_batches,
+            outbox_frames=len(self._outbox),
             frames_received=self._frames_received,
-            frames_queued=self._frames_recv.statistics().current_buffer_used,
             stdout_buffered=self._framer.buffered,
             stdout_peak_buffered=self._peak_buffered,
+            reader_yields=self._reader_yields,
             stderr_lines=self._stderr_tail.line_count,
             stderr_bytes=self._stderr_tail.byte_count,
+            stderr_lines_dropped=self._stderr_dropped,
             signals_sent=tuple(self._signals_sent),
         )
 
-    async def send(self, frame: bytes) -> None:
-        """Write one message (``frame``, without newline) to the server's stdin.
-
-        Raises :class:`LocalProtocolError` if ``frame`` contains a newline, and
-        :class:`TransportClosed` if the transport is closed, the server stopped reading its
-        stdin or exited, or an earlier send was cancelled half-way.
-        """
-        await self._send_data(encode_frame(frame))
-
-    async def send_many(self, frames: list[bytes]) -> None:
-        """Write several messages at once (one write). Raises like :meth:`send`."""
-        await self._send_data(b"".join([encode_frame(frame) for frame in frames]), len(frames))
-
-    def try_send(self, frame: bytes) -> bool:
-        """Write one message now, without waiting, if that can be done whole; returns whether it
-        was written. Never yields to the scheduler.
-
-        Returns False, having written nothing, when the frame must go through :meth:`send`
-        instead: another send is in progress, the pipe has no room for it, or the frame (with its
-        newline) is longer than ``PIPE_BUF`` bytes (up to that size a pipe write is all or
-        nothing, so a message can never be left half-written). Raises like :meth:`send`.
-        """
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Put one message (``frame``, without newline) into the outbox now, or raise
+        ``trio.WouldBlock`` when it is full. Raises :class:`LocalProtocolError` if ``frame``
+        contains a newline, and :class:`TransportClosed` if the transport is closed, the server
+        exited or stopped reading its stdin, or a write failed half-way."""
         self._check_can_send()
-        fd, pipe_buf = self._atomic_pipe
-        if len(frame) >= pipe_buf or self._send_lock.locked():
-            return False
-        data = encode_frame(frame)
+        _check_frame(frame)
         try:
-            written = os.write(fd, data)
-        except BlockingIOError:
-            return False
-        except OSError as exc:
-            message = f"sending to {self._name} failed: the peer closed the connection ({exc})"
-            if self._send_refused is None:
-                self._send_refused = message
-            raise TransportClosed(message) from exc
-        if written != len(data):  # pragma: no cover - POSIX: pipe writes <= PIPE_BUF are atomic
-            self._send_refused = f"{self._name}: a message was written in part; reconnect"
-            raise TransportClosed(self._send_refused)
-        self._frames_sent += 1
-        return True
+            self._outbox.send_nowait((frame, request_id), len(frame))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise TransportClosed(self._refusal()) from None
 
-    async def _send_data(self, data: bytes, count: int = 1) -> None:
-        self._check_can_send()
-        lock = self._send_lock
-        if lock.locked():
-            await lock.acquire()
-        else:
-            lock.acquire_nowait()
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """:meth:`send_nowait`, waiting while the outbox is full."""
         try:
             self._check_can_send()
-            written = False
-            try:
-                try:
-                    await _write_all(self._stdin, data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    with map_transport_errors(f"sending to {self._name}"):
-                        raise
-                written = True
-            except TransportClosed as exc:
-                if self._send_refused is None:
-                    self._send_refused = str(exc)
-                raise
-            finally:
-                if not written and not self._closing and self._send_refused is None:
-                    # Cancelled (or failed) while the frame was being written.
-                    self._send_refused = (
-                        f"{self._name} cannot take more messages: an earlier send was cancelled "
-                        "while its message was being written, so its stdin may hold half a "
-                        "message; reconnect"
-                    )
-            self._frames_sent += count
-        finally:
-            lock.release()
+            _check_frame(frame)
+        except (TransportClosed, LocalProtocolError):
+            await trio.lowlevel.checkpoint()
+            raise
+        try:
+            await self._outbox.send((frame, request_id), len(frame))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise TransportClosed(self._refusal()) from None
 
     async def receive(self) -> bytes:
-        """Return the next message from the server's stdout, in order.
+        """Return the next message from the server's stdout, in order (only for a transport
+        opened without a sink).
 
-        Raises :class:`FrameTooLarge` once if the server wrote a line longer than
+        Raises :class:`FrameTooLarge` if the server wrote a line longer than
         ``max_frame_bytes`` (the transport is unusable afterwards), and
         :class:`TransportClosed` when stdout ended (the message gives the exit code or signal
         and the last stderr lines), after that, or after :meth:`aclose`.
         """
+        if self._inbox_reader is None:
+            raise RuntimeError("this transport's frames go to the sink it was opened with")
         if self._closing:
+            await trio.lowlevel.checkpoint()
             raise TransportClosed(self._closed_message())
         try:
-            frame = await self._frames_recv.receive()
-        except trio.EndOfChannel:
-            frame = None
-        except trio.ClosedResourceError:
-            raise TransportClosed(self._closed_message()) from None
-        if frame is None:
-            raise self._end_error()  # outside the except: keeps the error's own cause
-        self._taken(frame)
-        return frame
-
-    def receive_nowait(self) -> bytes | None:
-        """The next message if one has been read already, else None (also at the end, which
-        :meth:`receive` then reports). Never yields to the scheduler."""
-        if self._closing:
-            return None
-        try:
-            frame = self._frames_recv.receive_nowait()
-        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-            return None
-        self._taken(frame)
-        return frame
-
-    def set_frame_handler(
-        self,
-        handler: Callable[[bytes], None] | None,
-        on_end: Callable[[McpError], None] | None = None,
-    ) -> None:
-        """Deliver every frame from now on by calling ``handler(frame)`` from the transport's
-        reader task, in order, as soon as it is read, instead of queueing it for
-        :meth:`receive` (the task that would call ``receive`` is then not woken for every
-        frame). Frames queued already are handed over first, here. ``None`` goes back to
-        queueing.
-
-        ``on_end(error)`` is called once, synchronously, from whichever of the transport's
-        tasks learns last why the connection ended, after the last frame: ``error`` is what
-        :meth:`receive` raises (:class:`TransportClosed` with the exit status and the last
-        stderr lines, or :class:`FrameTooLarge`). If the connection has ended already it is
-        not called; :meth:`receive` says so.
-
-        Both must be synchronous and quick; an exception they raise ends the transport's task
-        and comes out of :func:`open_stdio_transport`. :meth:`receive` still reports the end
-        of the connection once every frame has been handed over."""
-        if handler is not None:
-            while (frame := self.receive_nowait()) is not None:
-                handler(frame)
-        self._frame_handler = handler
-        self._end_handler = on_end
-
-    def _taken(self, frame: bytes) -> None:
-        self._frames_received += 1
-        self._queued_bytes -= len(frame)
-        if self._queued_bytes <= _QUEUE_BYTES:
-            self._room.set()
+            return await self._inbox_reader.receive()
+        except TransportClosed:
+            if self._closing:
+                raise TransportClosed(self._closed_message()) from None
+            raise
 
     async def aclose(self) -> None:
         """Shut the server down and release everything. Idempotent; a concurrent second call
@@ -645,15 +577,18 @@ class StdioTransport:
         process group and wait up to ``term_grace``; SIGKILL the group and wait up to
         ``kill_grace``; reap it. Shielded from cancellation and bounded by the three graces (plus
         0.5 s to collect the last stderr lines). Never raises for a misbehaving server: it logs
-        each escalation step, and an error if the server survived SIGKILL.
+        each escalation step, and an error if the server survived SIGKILL. The sink gets a
+        :class:`ConnectionEnded` (when it has room and the connection had not ended already)
+        and is closed.
         """
         if self._closing:
             await self._close_done.wait()
             return
         self._closing = True
-        self._frames_recv.close()
         try:
             with trio.CancelScope(shield=True):
+                self._writer_scope.cancel()
+                self._end_now(TransportClosed(self._closed_message()), force=True)
                 await self._shut_down()
         finally:
             self._reader_scope.cancel()
@@ -668,20 +603,24 @@ class StdioTransport:
         return f"stdio server {self._params.command!r} (pid {self._pid})"
 
     def _check_can_send(self) -> None:
-        if self._closing:
-            raise TransportClosed(self._closed_message())
-        if self._send_refused is not None:
-            raise TransportClosed(self._send_refused)
+        if self._closing or self._end_told or self._send_refused is not None:
+            raise TransportClosed(self._refusal())
         if self._exited.is_set():
             raise TransportClosed(self._describe_end())
+
+    def _refusal(self) -> str:
+        if self._closing:
+            return self._closed_message()
+        if self._send_refused is not None:
+            return self._send_refused
+        return self._end_message or f"the connection to {self._name} ended"
 
     def _closed_message(self) -> str:
         return f"the transport to {self._name} was closed; open a new one"
 
     def _end_error(self) -> McpError:
         if self._frame_error is not None:
-            error, self._frame_error = self._frame_error, None
-            return error
+            return self._frame_error
         if self._end_message is not None:
             return TransportClosed(self._end_message)
         return TransportClosed(f"the connection to {self._name} ended")
@@ -696,6 +635,40 @@ class StdioTransport:
             lines = "\n".join(f"  | {line}" for line in tail)
             return f"{self._name} {what}; its last stderr lines:\n{lines}"
         return f"{self._name} {what}; it wrote nothing to stderr"
+
+    def _ended_item(self, error: McpError) -> ConnectionEnded:
+        """The end, with the requests the writer never took (they never left). Closes the
+        outbox: from now on nothing more is written."""
+        unsent = frozenset(rid for _, rid in self._outbox.drain() if rid is not None)
+        self._outbox.close()
+        return ConnectionEnded(error=error, unsent=unsent)
+
+    def _end_now(self, error: McpError, *, force: bool = False) -> None:
+        """Put :class:`ConnectionEnded` into the sink now and close it, if the sink has room
+        (a full sink, or the reader still putting its last frames, leaves it to the reader,
+        which waits for room); with ``force`` (closing) the sink is closed either way. Sync,
+        once."""
+        if self._end_told:
+            return
+        try:
+            self._sink.send_nowait(self._ended_item(error))
+        except trio.WouldBlock:
+            if not force:
+                return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # nobody receives any more
+        self._end_told = True
+        self._sink.close()
+
+    async def _end_waiting(self) -> None:
+        """The reader's last act: put the end into the sink, waiting for room."""
+        if self._end_told:
+            return
+        item = self._ended_item(self._end_error())
+        self._end_told = True
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._sink.send(item)
+        self._sink.close()
 
     async def _shut_down(self) -> None:
         params = self._params
@@ -791,26 +764,71 @@ class StdioTransport:
 
     # ------------------------------------------------------------------ background tasks
 
+    async def _run_writer(self) -> None:
+        """The outbox -> stdin: every frame ready in one write (up to a batch limit). A write
+        that fails ends the writing: the frames left in the outbox are unsent at the end."""
+        outbox = self._outbox
+        with self._writer_scope:
+            while True:
+                try:
+                    frame, _ = await outbox.receive()
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return
+                batch = [frame]
+                size = len(frame)
+                while len(batch) < _WRITE_BATCH_FRAMES and size < _WRITE_BATCH_BYTES:
+                    try:
+                        frame, _ = outbox.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                        break
+                    batch.append(frame)
+                    size += len(frame)
+                batch.append(b"")
+                try:
+                    await _write_all(self._stdin, b"\n".join(batch))
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    self._send_refused = (
+                        f"sending to {self._name} failed: it stopped reading its stdin ({exc}); "
+                        "the messages of that write may or may not have arrived"
+                    )
+                    logger.info("%s", self._send_refused)
+                    return
+                self._frames_sent += len(batch) - 1
+                self._write_batches += 1
+
     async def _run_reader(self) -> None:
-        """stdout -> framer -> the frame queue; at the end, say why the connection ended."""
+        """stdout -> framer -> the sink; at the end, say why the connection ended."""
         try:
-            with self._reader_scope, self._frames_send:
+            with self._reader_scope:
                 try:
                     await self._pump_stdout()
-                except trio.BrokenResourceError:
-                    return  # aclose() closed the queue: nobody receives any more
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return  # the sink was closed: nobody receives any more
                 except TransportClosed as exc:
                     self._end_message = str(exc)
-                self._ended()
+                await self._end_waiting()
         finally:
             with trio.CancelScope(shield=True):
                 await self._stdout.aclose()
 
+    async def _put(self, frame: bytes) -> None:
+        """One frame into the sink, waiting for room when it is full."""
+        try:
+            self._sink.send_nowait(frame, len(frame))
+        except trio.WouldBlock:
+            await self._sink.send(frame, len(frame))
+        self._frames_received += 1
+
     async def _pump_stdout(self) -> None:
         framer = self._framer
+        waited = True  # whether the reader gave the event loop away since its last read
         while True:
+            if not waited:
+                # The server keeps writing: let every other task run before the next read.
+                self._reader_yields += 1
+                await trio.lowlevel.checkpoint()
             try:
-                data = await _read_some(self._stdout, _READ_CHUNK)
+                data, waited = await _read_some(self._stdout, _READ_CHUNK)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 with map_transport_errors(f"reading from {self._name}"):
                     raise
@@ -820,18 +838,15 @@ class StdioTransport:
             try:
                 frames = framer.feed(data)
             except FrameTooLarge as exc:
-                for frame in getattr(exc, "frames_before", ()):
-                    self._queue(frame)
+                for frame in exc.frames_before:
+                    await self._put(frame)
                 self._refuse_after_oversized_frame(exc)
                 return
             for frame in frames:
-                self._queue(frame)
-            if self._queued_bytes > _QUEUE_BYTES:
-                self._room = trio.Event()
-                await self._room.wait()
+                await self._put(frame)
         last = framer.feed_eof()
         if last is not None:
-            self._queue(last)
+            await self._put(last)
         logger.debug("%s closed its stdout", self._name)
         self._stdout_ended = True
         self._finish_if_ready()
@@ -854,37 +869,7 @@ class StdioTransport:
         ):
             self._end_message = self._describe_end()
             self._end_known.set()
-            self._ended()
-
-    def _ended(self) -> None:
-        """The last frame has been queued and ``_end_message`` (or ``_frame_error``) says why the
-        connection ended: wake :meth:`receive` and tell the end handler. Sync, idempotent."""
-        if self._end_told:
-            return
-        self._end_told = True
-        self._frames_send.close()
-        on_end = self._end_handler
-        if on_end is not None:
-            if self._frame_error is not None:
-                on_end(self._frame_error)
-            else:
-                on_end(
-                    TransportClosed(self._end_message or f"the connection to {self._name} ended")
-                )
-
-    def _queue(self, frame: bytes) -> None:
-        """Hand one frame to the frame handler, or queue it for :meth:`receive` (unbounded in
-        count; the reader bounds the bytes). Raises :class:`trio.BrokenResourceError` once
-        :meth:`aclose` closed the queue."""
-        handler = self._frame_handler
-        if handler is not None:
-            if self._closing:
-                raise trio.BrokenResourceError("the transport is closed: nobody receives")
-            self._frames_received += 1
-            handler(frame)
-            return
-        self._frames_send.send_nowait(frame)
-        self._queued_bytes += len(frame)
+            self._end_now(TransportClosed(self._end_message))
 
     def _refuse_after_oversized_frame(self, exc: FrameTooLarge) -> None:
         logger.warning(
@@ -905,6 +890,18 @@ class StdioTransport:
         self._end_message = message
         if self._send_refused is None:
             self._send_refused = message
+
+    def _stderr_line(self, text: str) -> None:
+        """A stderr line: into the sink if it has room now (stderr is the server's log, never
+        worth slowing the server down for; the tail keeps every line)."""
+        if self._end_told:
+            return
+        try:
+            self._sink.send_nowait(StderrLine(text=text))
+        except trio.WouldBlock:
+            self._stderr_dropped += 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
     async def _run_stderr(self) -> None:
         """Drain stderr for as long as any process of the group holds it open."""
@@ -930,10 +927,10 @@ class StdioTransport:
 
         Under the launcher the status is published the moment the launcher's report arrives:
         the launcher has reaped the server by then and is sweeping the group (which ends the
-        launcher itself), so nothing waits for the launcher to be torn down before pending
-        receives fail. The launcher is still reaped here, afterwards; :meth:`_exit_within`
-        waits for that too. A direct child, or a launcher that ended without reporting (killed
-        by SIGKILL, say), is reaped first, then the group is swept and the status published.
+        launcher itself), so nothing waits for the launcher to be torn down before the end is
+        known. The launcher is still reaped here, afterwards; :meth:`_exit_within` waits for
+        that too. A direct child, or a launcher that ended without reporting (killed by SIGKILL,
+        say), is reaped first, then the group is swept and the status published.
         """
         try:
             with self._waiter_scope:
@@ -1080,7 +1077,7 @@ async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
     Broken/ClosedResourceError when the pipe cannot be read."""
     line = b""
     while not line.endswith(b"\n"):
-        chunk = await _read_some(status, 1)
+        chunk, _ = await _read_some(status, 1)
         if not chunk:
             break
         line += chunk
@@ -1133,8 +1130,12 @@ async def _abort_launch(
 
 
 @asynccontextmanager
-async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTransport]:
-    """Start the server described by ``params`` and yield its :class:`StdioTransport`.
+async def open_stdio_transport(
+    params: StdioParameters, sink: FrameSink | None = None
+) -> AsyncIterator[StdioTransport]:
+    """Start the server described by ``params`` and yield its :class:`StdioTransport`, whose
+    frames go into ``sink`` (or, without one, into an inbox of its own that
+    :meth:`StdioTransport.receive` reads).
 
     Raises :class:`ConnectError` (naming the command and the OS error) if the server cannot be
     started: command not found, not executable, ``cwd`` missing. Leaving the block runs
@@ -1148,7 +1149,11 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
-        frames_send, frames_recv = trio.open_memory_channel[bytes](math.inf)
+        own_inbox = None
+        if sink is None:
+            own_inbox = open_inbox()
+            sink = own_inbox
+        tail = _StderrTail(max_lines=params.stderr_tail_lines, line_limit=_STDERR_LINE_LIMIT)
         transport = StdioTransport(
             params=params,
             process=process,
@@ -1157,21 +1162,18 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
             stderr=process.stderr,
             status=spawned.status,
             pid=spawned.pid,
-            frames_send=frames_send,
-            frames_recv=frames_recv,
+            sink=sink,
             framer=NdjsonFramer(max_frame_bytes=params.max_frame_bytes),
-            stderr_tail=_StderrTail(
-                max_lines=params.stderr_tail_lines,
-                line_limit=_STDERR_LINE_LIMIT,
-                on_line=params.on_stderr_line,
-            ),
-            atomic_pipe=_atomic_pipe(process.stdin),
+            stderr_tail=tail,
+            own_inbox=own_inbox,
         )
+        tail.on_line = transport._stderr_line
         async with trio.open_nursery() as nursery:
             try:
                 nursery.start_soon(transport._run_waiter)
                 nursery.start_soon(transport._run_stderr)
                 nursery.start_soon(transport._run_reader)
+                nursery.start_soon(transport._run_writer)
                 yield transport
             finally:
                 await transport.aclose()

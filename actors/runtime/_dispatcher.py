@@ -1,0 +1,282 @@
+"""Dispatcher: the actor that answers server requests and acts on server notifications, for one
+connection generation.
+
+It is a trio task in the session's nursery with a bounded mailbox, fed by the session's
+:class:`~trio_mcp.actors.runtime._pending.PendingCalls` table with what is not an answer to one
+of our calls: server requests (``roots/list``, ``sampling/createMessage``, ``elicitation/create``,
+``ping``), notifications (log messages, list changes, resource updates, cancellations) and the
+server's stderr lines.
+
+Each server request is answered from the host's callbacks in a handler task of its own (a slow
+callback never holds up anything else; at most :data:`MAX_INBOUND_REQUESTS` at once, more are
+answered with an error at once); the handler sends the answer through the transport and tells
+the dispatcher it is done (:class:`Answered`), so only the dispatcher's task changes its table of
+requests in flight. ``notifications/cancelled`` from the server cancels the handler of that
+request (and nothing is answered). ``notifications/*/list_changed`` goes to the session's
+re-lister, log messages and stderr lines to the log and the event bus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol, TypeAlias
+
+import attrs
+import trio
+
+from ...protocol._codec import unstructure
+from ...protocol._errors import InvalidMessage, McpError, RpcError, TransportError
+from ...protocol._jsonrpc import (
+    ErrorObject,
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    serialize,
+)
+from ...protocol._methods import decode_notification, decode_params
+from ...transports._base import StderrLine, Transport
+from ._callbacks import HostCallbacks
+from ._events import ListChanged, ResourceUpdated, ServerLogged
+
+__all__ = [
+    "MAILBOX_SIZE",
+    "MAX_INBOUND_REQUESTS",
+    "Answered",
+    "DispatchItem",
+    "Dispatcher",
+]
+
+#: Items waiting for the dispatcher; past this the table drops notifications (and says so).
+MAILBOX_SIZE: Final = 256
+#: Server requests handled at once; more are answered with an error at once.
+MAX_INBOUND_REQUESTS: Final = 32
+
+_LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+_LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/resources/list_changed": "resources",
+    "notifications/prompts/list_changed": "prompts",
+}
+
+
+@attrs.frozen(kw_only=True)
+class Answered:
+    """A handler is done with the server's request ``request_id`` (answered or cancelled)."""
+
+    request_id: RequestId
+
+
+DispatchItem: TypeAlias = Request | Notification | StderrLine | Answered
+
+
+class EventPublisher(Protocol):
+    def publish(self, event: Any, /) -> None: ...
+
+
+class RelistSink(Protocol):
+    """The session's re-lister: takes the kind to list again (``"tools"``...)."""
+
+    def send_nowait(self, value: str, /) -> None: ...
+
+
+@attrs.define(eq=False)
+class Dispatcher:
+    """Build it, then ``nursery.start(dispatcher.run)``; the table reaches it through
+    :attr:`inbox`."""
+
+    server: str
+    callbacks: HostCallbacks
+    transport: Transport
+    events: EventPublisher
+    relist: RelistSink
+    inbox: trio.MemorySendChannel[DispatchItem] = attrs.field(init=False)
+    _mailbox: trio.MemoryReceiveChannel[DispatchItem] = attrs.field(init=False)
+    _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
+    _handlers: trio.Nursery | None = attrs.field(default=None, init=False)
+    _log: logging.Logger = attrs.field(init=False)
+    _stderr_log: logging.Logger = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.inbox, self._mailbox = trio.open_memory_channel[DispatchItem](MAILBOX_SIZE)
+        self._log = logging.getLogger(f"trio_mcp.server.{self.server}")
+        self._stderr_log = logging.getLogger(f"trio_mcp.server.{self.server}.stderr")
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve the mailbox until cancelled (with the session)."""
+        async with trio.open_nursery() as handlers:
+            self._handlers = handlers
+            task_status.started()
+            mailbox = self._mailbox
+            while True:
+                self._handle(await mailbox.receive())
+                while True:
+                    try:
+                        item = mailbox.receive_nowait()
+                    except trio.WouldBlock:
+                        break
+                    self._handle(item)
+
+    def _handle(self, item: DispatchItem) -> None:
+        match item:
+            case Request():
+                self._request(item)
+            case Notification():
+                self._notification(item)
+            case StderrLine(text=text):
+                # A line of the server's own log: DEBUG here, and an event (never an error
+                # signal in itself).
+                self._stderr_log.debug("%s", text)
+                self.events.publish(
+                    ServerLogged(server=self.server, level="debug", data=text, stderr=True)
+                )
+            case Answered(request_id=request_id):
+                self._inbound.pop(request_id, None)
+
+    # ------------------------------------------------------------------ server requests
+
+    def _request(self, request: Request) -> None:
+        assert self._handlers is not None
+        if request.id in self._inbound:
+            self._log.warning(
+                "the server sent request id %r again while it is in flight; refused",
+                request.id,
+            )
+            return
+        if len(self._inbound) >= MAX_INBOUND_REQUESTS:
+            self._handlers.start_soon(
+                self._answer_error, request, -32603, "too many concurrent requests from the server"
+            )
+            return
+        scope = trio.CancelScope()
+        self._inbound[request.id] = scope
+        self._handlers.start_soon(self._serve, request, scope)
+
+    async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
+        """One server request, in a task of its own: answer it from the host's callback."""
+        try:
+            with scope:
+                try:
+                    result = await self._answer(request)
+                except RpcError as exc:
+                    await self._send(
+                        _error(request.id, exc.code, str(exc.args[0]) if exc.args else "")
+                    )
+                except McpError as exc:
+                    await self._send(_error(request.id, -32603, str(exc)))
+                except Exception as exc:  # the host's callback failed: answer, log, go on
+                    self._log.exception("handling %s from the server failed", request.method)
+                    await self._send(
+                        _error(request.id, -32603, f"the client failed: {type(exc).__name__}")
+                    )
+                else:
+                    await self._send(serialize(Response(id=request.id, result=result)))
+            if scope.cancelled_caught:
+                self._log.debug("server cancelled its %s request", request.method)
+        finally:
+            await self.inbox.send(Answered(request_id=request.id))
+
+    async def _answer_error(self, request: Request, code: int, message: str) -> None:
+        await self._send(_error(request.id, code, message))
+
+    async def _send(self, frame: bytes) -> None:
+        try:
+            await self.transport.send(frame)
+        except TransportError as exc:
+            self._log.debug("an answer to the server was not sent: %s", exc)
+
+    async def _answer(self, request: Request) -> Mapping[str, Any]:
+        method = request.method
+        callbacks = self.callbacks
+        if method == "ping":
+            return {}
+        handler: Callable[[], Awaitable[Any]] | None = None
+        if method == "roots/list" and callbacks.list_roots is not None:
+            list_roots = callbacks.list_roots
+
+            async def handler() -> Any:
+                return {"roots": [_wire(root) for root in await list_roots(self.server)]}
+
+        elif method == "sampling/createMessage" and callbacks.sampling is not None:
+            sampling, params = callbacks.sampling, decode_params(method, request.params)
+
+            async def handler() -> Any:
+                return await sampling(self.server, params)
+
+        elif method == "elicitation/create" and callbacks.elicitation is not None:
+            elicitation, params = callbacks.elicitation, decode_params(method, request.params)
+            mode = getattr(params, "mode", None) or "form"
+            if mode not in callbacks.elicitation_modes:
+                raise RpcError.from_error(-32602, f"elicitation mode {mode!r} is not supported")
+
+            async def handler() -> Any:
+                return await elicitation(self.server, params)
+
+        if handler is None:
+            raise RpcError.from_error(-32601, f"method not found: {method}")
+        answer = _wire(await handler())
+        if not isinstance(answer, Mapping):
+            raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
+        return answer
+
+    # ------------------------------------------------------------------ notifications
+
+    def _notification(self, notification: Notification) -> None:
+        method, params = notification.method, notification.params
+        kind = _LIST_CHANGED.get(method)
+        if kind is not None:
+            if kind == "tools":
+                with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
+                    self.relist.send_nowait(kind)
+            else:
+                self.events.publish(ListChanged(server=self.server, kind=kind))
+            return
+        try:
+            decoded = decode_notification(method, params)
+        except InvalidMessage as exc:
+            self._log.warning("invalid %s notification: %s", method, exc)
+            return
+        match method:
+            case "notifications/message":
+                level = getattr(decoded, "level", "info")
+                data = getattr(decoded, "data", None)
+                name = getattr(decoded, "logger", None)
+                self._log.log(_LOG_LEVELS.get(level, logging.INFO), "%s%s", _prefix(name), data)
+                self.events.publish(
+                    ServerLogged(server=self.server, level=level, data=data, logger=name)
+                )
+            case "notifications/resources/updated":
+                uri = getattr(decoded, "uri", None)
+                if isinstance(uri, str):
+                    self.events.publish(ResourceUpdated(server=self.server, uri=uri))
+            case "notifications/cancelled":
+                request_id = getattr(decoded, "request_id", None)
+                scope = self._inbound.get(request_id) if request_id is not None else None
+                if scope is not None:
+                    scope.cancel()
+            case _:
+                self._log.debug("notification %s ignored", method)
+
+
+def _error(request_id: RequestId, code: int, message: str) -> bytes:
+    return serialize(ErrorResponse(id=request_id, error=ErrorObject(code=code, message=message)))
+
+
+def _wire(value: Any) -> Any:
+    return value if isinstance(value, Mapping) else unstructure(value)
+
+
+def _prefix(name: str | None) -> str:
+    return f"[{name}] " if name else ""

@@ -57,6 +57,7 @@ from ._framing import (
 )
 from ._jsonrpc import (
     CANCELLED_NOTIFICATION,
+    MAX_JSON_DEPTH,
     ConnectionStatistics,
     ErrorObject,
     ErrorReceived,
@@ -258,6 +259,7 @@ __all__ = [
     "LATEST_MODERN",
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
+    "MAX_JSON_DEPTH",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",

@@ -10,6 +10,17 @@ I/O and knows no clock. Feed it the messages that arrive (:meth:`~JsonRpcConnect
 and it says what they mean as events; ask it for the messages to send and it keeps track of what
 is in flight. Losing the connection is an event too (:meth:`~JsonRpcConnection.connection_lost`),
 after which the machine refuses to be used again.
+
+Hostile input
+-------------
+Whatever bytes a server sends, :func:`parse_message` raises nothing but
+:class:`InvalidMessage`. A message nested more than :data:`MAX_JSON_DEPTH` (256) arrays and
+objects deep is refused like invalid JSON, so no later code meets server JSON deeper than that:
+code that recurses once per level (``repr``, ``==``, ``json.dumps``) has room to walk it under
+the interpreter's recursion limit (1,000 frames) even from a stack 700 frames deep. The JSON
+decoder recurses too, against the same limit: a frame nested deeper than the caller's stack has
+room for (100,000 ``[`` on one line) is refused as "nested too deeply to parse". So the answer
+for a given frame is the same from any caller less than about 700 frames deep.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from ._errors import InvalidMessage, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
     "CANCELLED_NOTIFICATION",
+    "MAX_JSON_DEPTH",
     "ConnectionStatistics",
     "ErrorObject",
     "ErrorReceived",
@@ -55,6 +67,13 @@ RequestId: TypeAlias = int | str
 CANCELLED_NOTIFICATION: Final = "notifications/cancelled"
 
 _EXCERPT_CHARS: Final = 80
+
+#: The deepest nesting of arrays and objects that :func:`parse_message` accepts: ``{}`` and
+#: ``[1]`` are 1 deep, ``{"a": [1]}`` is 2 deep. JSON-RPC envelopes of MCP need about 10 levels
+#: and the deepest real tool schemas a few dozen; the official Python SDK (pydantic's parser)
+#: refuses messages deeper than 201, serde_json (the Rust SDK) deeper than 128. A deeper message
+#: is refused with :class:`InvalidMessage`.
+MAX_JSON_DEPTH: Final = 256
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -119,7 +138,10 @@ Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # a value nested deeper than the stack has room for
+        return json_kind(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -230,16 +252,95 @@ def _excerpt(data: bytes | str) -> str:
     return repr(text)
 
 
-def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | tuple[Message, ...]:
+#: How many levels of the path a refusal for deep nesting names.
+_PATH_LEVELS: Final = 8
+
+
+#: Texts up to this many characters are walked depth first (cheapest for the few containers of
+#: a common message), longer ones a level at a time (cheapest for many containers).
+_WALK_BY_LEVEL_CHARS: Final = 4096
+
+_CONTAINERS: Final = frozenset((dict, list))
+
+
+def _deeper_than(value: Any, limit: int, size: int) -> bool:
+    """Whether ``value`` (JSON of ``size`` characters, decoded) nests arrays and objects more
+    than ``limit`` deep.
+
+    Iterative, and it visits only arrays and objects: about half a microsecond for a common
+    message, and for a listing of many schemas about half the time of decoding it.
+    """
+    if type(value) not in _CONTAINERS:
+        return False
+    if size > _WALK_BY_LEVEL_CHARS:
+        level = [value]
+        for _ in range(limit):
+            level = [
+                item
+                for node in level
+                for item in (node.values() if type(node) is dict else node)
+                if type(item) in _CONTAINERS
+            ]
+            if not level:
+                return False
+        return True
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return True
+        depth += 1
+        for item in node.values() if type(node) is dict else node:
+            if type(item) in _CONTAINERS:
+                push((item, depth))
+    return False
+
+
+def _member_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
+def _deep_path(value: Any, limit: int) -> str:
+    """The JSON path of the first array or object nested more than ``limit`` deep in ``value``,
+    cut to its ancestor :data:`_PATH_LEVELS` levels down (so a refusal names where the deep part
+    starts in a few dozen characters, not in thousands)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > limit:
+            return path
+        if type(node) is dict:
+            items = [(key, item) for key, item in node.items() if type(item) in _CONTAINERS]
+        else:
+            items = [(index, item) for index, item in enumerate(node) if type(item) in _CONTAINERS]
+        for key, item in reversed(items):
+            if depth >= _PATH_LEVELS:
+                child = path
+            elif isinstance(key, str):
+                child = _member_path(path, key)
+            else:
+                child = f"{path}[{key}]"
+            stack.append((item, depth + 1, child))
+    return "$"  # pragma: no cover - only called for a value deeper than limit
+
+
+def parse_message(
+    data: bytes | str, *, allow_batch: bool = False, max_depth: int | None = MAX_JSON_DEPTH
+) -> Message | tuple[Message, ...]:
     """Parse one frame (a stdio line, an SSE event's data, an HTTP body) into envelopes.
 
     Returns one message, or a tuple of them for a batch. Batches (JSON arrays) exist only in
     protocol revision 2025-03-26; pass ``allow_batch=True`` on such connections.
 
     Raises :class:`InvalidMessage` with path ``$`` and an excerpt of the input when the bytes are
-    not UTF-8 or not JSON (``NaN`` and ``Infinity`` are not JSON), for a batch when batches are
-    not allowed, and for an empty batch; and whatever :func:`classify` raises for a message that
-    is not JSON-RPC (inside a batch the path names the item: ``$[2].method``).
+    not UTF-8 or not JSON (``NaN`` and ``Infinity`` are not JSON), or nested too deeply for the
+    decoder; for a batch when batches are not allowed, and for an empty batch; when arrays and
+    objects nest more than ``max_depth`` deep (:data:`MAX_JSON_DEPTH` by default; ``None``: no
+    limit but the decoder's, for frames we wrote ourselves), with the path of where the deep
+    part starts; and whatever :func:`classify` raises for a message that is not JSON-RPC (inside
+    a batch the path names the item: ``$[2].method``). Nothing else, whatever the input.
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -265,6 +366,16 @@ def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | 
             path="$",
             errors=("nested too deeply @ $",),
         ) from None
+    # JSON nested d deep has at least 2 * d characters: a shorter text is never walked.
+    size = len(text)
+    if max_depth is not None and size > 2 * max_depth and _deeper_than(obj, max_depth, size):
+        path = _deep_path(obj, max_depth)
+        raise InvalidMessage(
+            f"message is nested more than {max_depth} levels deep (arrays and objects, under "
+            f"{path}); MCP messages never need that: {_excerpt(text)}",
+            path=path,
+            errors=(f"nested more than {max_depth} levels deep @ {path}",),
+        )
     if type(obj) is list:
         if not allow_batch:
             raise InvalidMessage(

@@ -516,7 +516,8 @@ def describe_outgoing(frame: bytes) -> Outgoing:
     """Say what a frame we are about to send is. Raises :class:`LocalProtocolError` when it is not
     a JSON-RPC message (a bug on our side)."""
     try:
-        parsed = parse_message(frame, allow_batch=True)
+        # Our own frame: the depth limit is for what servers send.
+        parsed = parse_message(frame, allow_batch=True, max_depth=None)
     except InvalidMessage as exc:
         raise LocalProtocolError(f"cannot send a frame that is not JSON-RPC: {exc}") from None
     messages = parsed if isinstance(parsed, tuple) else (parsed,)

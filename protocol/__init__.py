@@ -78,6 +78,7 @@ from ._jsonrpc import (
     classify,
     encode_message,
     parse_message,
+    salvage_response_ids,
     serialize,
 )
 from ._methods import (
@@ -468,6 +469,7 @@ __all__ = [
     "features",
     "parse_message",
     "request_spec",
+    "salvage_response_ids",
     "serialize",
     "structure",
     "unstructure",

@@ -21,11 +21,15 @@ the interpreter's recursion limit (1,000 frames) even from a stack 700 frames de
 decoder recurses too, against the same limit: a frame nested deeper than the caller's stack has
 room for (100,000 ``[`` on one line) is refused as "nested too deeply to parse". So the answer
 for a given frame is the same from any caller less than about 700 frames deep.
+
+:func:`salvage_response_ids` reads the ids of the answers in a frame that :func:`parse_message`
+refused, so that the calls they answer can fail at once instead of waiting for their timeout.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
@@ -58,6 +62,7 @@ __all__ = [
     "classify",
     "encode_message",
     "parse_message",
+    "salvage_response_ids",
     "serialize",
 ]
 
@@ -392,6 +397,180 @@ def parse_message(
             )
         return tuple(classify(item, path=f"$[{index}]") for index, item in enumerate(obj))
     return classify(obj)
+
+
+# --------------------------------------------------------------------------- salvaging ids
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+#: The decoder of :func:`salvage_response_ids`: it reads ``NaN`` and ``Infinity`` (they make a
+#: frame invalid, not unreadable).
+_read_value = json.JSONDecoder().raw_decode
+
+#: :func:`salvage_response_ids` reads at most this many messages of one frame (values glued on
+#: one line, items of a batch) and this many top-level members of one object, so that a hostile
+#: frame of 16 MiB of ``{}{}{}...`` costs milliseconds, not seconds.
+_SALVAGE_LIMIT: Final = 1000
+
+
+#: What may follow a whole number in JSON (an empty string is no delimiter: in a cut frame, the
+#: number may go on).
+_AFTER_NUMBER: Final = frozenset(" \t\n\r,}")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, pos)
+    return pos if match is None else match.end()
+
+
+def _as_id(value: Any) -> RequestId | None:
+    """``value`` if it is a request id (a string or an integer), else None."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _response_id(value: Any) -> RequestId | None:
+    """The id of a complete response: an object with ``result`` or ``error``, a string or
+    integer ``id``, and no ``method``."""
+    if type(value) is not dict or "method" in value:
+        return None
+    if "result" not in value and "error" not in value:
+        return None
+    return _as_id(value.get("id"))
+
+
+def _cut_object_id(text: str, pos: int) -> RequestId | None:
+    """The top-level ``id`` of the object that starts at ``text[pos]`` (``{``) and cannot be
+    decoded whole (cut short, or invalid further on).
+
+    Its members are read one by one, in order, up to the first one that cannot be read. The id
+    counts when it was read whole (a number only when whitespace, ``,`` or ``}`` follows it, else
+    it may have been cut in the middle) and no ``method`` or ``params`` member was read (those
+    make it a request or a notification). Reading stops early once the id and the key ``result`` or
+    ``error`` were read.
+    """
+    end = len(text)
+    pos = _skip(text, pos + 1)
+    rid: RequestId | None = None
+    answer = False
+    for _ in range(_SALVAGE_LIMIT):
+        if pos >= end or text[pos] != '"':
+            break
+        try:
+            key, pos = _read_value(text, pos)
+        except ValueError:
+            break
+        if key == "method" or key == "params":
+            return None
+        if key == "result" or key == "error":
+            if rid is not None:
+                return rid
+            answer = True
+        pos = _skip(text, pos)
+        if text[pos : pos + 1] != ":":
+            break
+        start = _skip(text, pos + 1)
+        try:
+            value, stop = _read_value(text, start)
+        except (ValueError, RecursionError):
+            break
+        if key == "id":
+            # A number is whole only if what follows cannot continue it (12 may be 123, 12.5).
+            whole = text[start] == '"' or text[stop : stop + 1] in _AFTER_NUMBER
+            rid = _as_id(value) if whole else None
+            if rid is not None and answer:
+                return rid
+        pos = _skip(text, stop)
+        if text[pos : pos + 1] != ",":
+            break
+        pos = _skip(text, pos + 1)
+    return rid
+
+
+def _cut_array_ids(text: str, pos: int) -> list[RequestId]:
+    """The ids of the responses in the array that starts at ``text[pos]`` (``[``) and cannot
+    be decoded whole: each item that decodes, then the top-level id of the first one that does
+    not. Reading stops at an item that is not an object."""
+    found: list[RequestId] = []
+    pos = _skip(text, pos + 1)
+    for _ in range(_SALVAGE_LIMIT):
+        if text[pos : pos + 1] != "{":
+            break
+        try:
+            item, stop = _read_value(text, pos)
+        except (ValueError, RecursionError):
+            rid = _cut_object_id(text, pos)
+            if rid is not None:
+                found.append(rid)
+            break
+        rid = _response_id(item)
+        if rid is not None:
+            found.append(rid)
+        pos = _skip(text, stop)
+        if text[pos : pos + 1] != ",":
+            break
+        pos = _skip(text, pos + 1)
+    return found
+
+
+def salvage_response_ids(data: bytes | str) -> tuple[RequestId, ...]:
+    """The ids of the responses that can be read from a frame :func:`parse_message` refused.
+
+    A response here is an object with a string or integer ``id``, ``result`` or ``error``, and
+    no ``method``: the answer to one of our requests. What is read, in order:
+
+    - each JSON value of the frame, from the first one on, as long as they decode whole: a
+      response gives its id; an array (a batch, allowed or not) gives the ids of the responses
+      among its items; a value that is neither an object nor an array ends the reading. So an
+      answer glued to the start of another message (``{...,"id":3,"result":{}}{"jsonrp``)
+      gives ``3``;
+    - then the first value that does not decode whole (cut short, or invalid further on): of an
+      object, its top-level ``id`` if it was read before the cut and no ``method`` or ``params``
+      member was (``{"jsonrpc":"2.0","id":3,"res`` gives ``3``); of an array, the ids of its
+      items read so far and of the item that is cut.
+
+    Only the top level of a message is read (an ``id`` inside ``params`` or ``result`` is never
+    taken); bytes that are not UTF-8 are read as U+FFFD. A request or a notification never gives
+    its id. At most 1,000 messages (glued values, batch items) of a frame and 1,000 members of
+    one object are read. Never raises; the work is linear in the size of ``data`` (the JSON
+    decoder's, in C), and a value nested deeper than the decoder can go (``[`` 100,000 times)
+    stops the reading at once.
+
+    For the session: when :func:`parse_message` raises :class:`InvalidMessage` for a frame,
+    the calls waiting for these ids will get no other answer from it.
+    """
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+    end = len(text)
+    pos = _skip(text, 1 if text.startswith("\ufeff") else 0)
+    found: list[RequestId] = []
+    for _ in range(_SALVAGE_LIMIT):
+        if pos >= end:
+            break
+        try:
+            value, stop = _read_value(text, pos)
+        except (ValueError, RecursionError):
+            if text[pos] == "{":
+                rid = _cut_object_id(text, pos)
+                if rid is not None:
+                    found.append(rid)
+            elif text[pos] == "[":
+                found.extend(_cut_array_ids(text, pos))
+            break
+        if type(value) is dict:
+            rid = _response_id(value)
+            if rid is not None:
+                found.append(rid)
+        elif type(value) is list:
+            for item in value[:_SALVAGE_LIMIT]:
+                rid = _response_id(item)
+                if rid is not None:
+                    found.append(rid)
+        else:
+            break
+        pos = _skip(text, stop)
+    return tuple(found)
 
 
 # --------------------------------------------------------------------------- serialising

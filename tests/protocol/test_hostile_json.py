@@ -43,6 +43,7 @@ from trio_mcp.protocol import (
     decode_result,
     encode,
     parse_message,
+    salvage_response_ids,
     structure,
     unstructure,
 )
@@ -234,6 +235,7 @@ def _parse_outcome(data: bytes | str, allow_batch: bool) -> str:
 def test_arbitrary_bytes_give_a_message_or_an_invalid_message(data: bytes) -> None:
     for allow_batch in (False, True):
         assert _parse_outcome(data, allow_batch).startswith(("message", "batch", "invalid @ $"))
+    assert all(type(rid) in (int, str) for rid in salvage_response_ids(data))
 
 
 @given(json_texts())
@@ -243,6 +245,9 @@ def test_arbitrary_json_gives_a_message_or_an_invalid_message(text: str) -> None
         assert parsed.startswith(("message", "batch", "invalid @ $"))
         assert _parse_outcome(as_bytes(text), allow_batch) in (parsed, "invalid @ $")
         assert at_depth(500, _parse_outcome, text, allow_batch).startswith(parsed[:7])
+    for data in (text, as_bytes(text)):
+        assert all(type(rid) in (int, str) for rid in salvage_response_ids(data))
+        assert all(type(rid) in (int, str) for rid in at_depth(500, salvage_response_ids, data))
 
 
 def _feed(framer: NdjsonFramer, chunk: bytes) -> list[bytes]:

@@ -57,6 +57,7 @@ from ._framing import (
 )
 from ._jsonrpc import (
     CANCELLED_NOTIFICATION,
+    MAX_JSON_DEPTH,
     ConnectionStatistics,
     ErrorObject,
     ErrorReceived,
@@ -77,6 +78,7 @@ from ._jsonrpc import (
     classify,
     encode_message,
     parse_message,
+    salvage_response_ids,
     serialize,
 )
 from ._methods import (
@@ -258,6 +260,7 @@ __all__ = [
     "LATEST_MODERN",
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
+    "MAX_JSON_DEPTH",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
@@ -466,6 +469,7 @@ __all__ = [
     "features",
     "parse_message",
     "request_spec",
+    "salvage_response_ids",
     "serialize",
     "structure",
     "unstructure",

@@ -31,7 +31,7 @@ from cattrs.errors import (
 )
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from ._errors import InvalidMessage
+from ._errors import InvalidMessage, LocalProtocolError
 
 __all__ = [
     "converter",
@@ -299,6 +299,8 @@ def structure(value: Any, cls: type[T], *, path: str = "$") -> T:
         raise TypeError(f"no decoder for {cls!r}: {exc}") from exc
     except (TypeError, ValueError, KeyError) as exc:
         lines = (f"{_describe(exc)} @ {path}",)
+    except RecursionError:  # only from a caller's deep stack: the wire types nest a few levels
+        lines = (f"nested too deeply to decode here @ {path}",)
     first_path = lines[0].rpartition(" @ ")[2] if lines else path
     summary = lines[0] if len(lines) == 1 else f"{lines[0]} (and {len(lines) - 1} more)"
     raise InvalidMessage(
@@ -307,8 +309,18 @@ def structure(value: Any, cls: type[T], *, path: str = "$") -> T:
 
 
 def unstructure(obj: Any) -> Any:
-    """Encode a wire object (or a sequence or mapping of them) as JSON-ready Python values."""
-    return converter.unstructure(obj)
+    """Encode a wire object (or a sequence or mapping of them) as JSON-ready Python values.
+
+    Raises :class:`LocalProtocolError` when a raw JSON value in it (``structuredContent``, log
+    ``data``...) is nested too deeply to encode from the caller's stack: cattrs walks such
+    values by recursion, a few frames per level.
+    """
+    try:
+        return converter.unstructure(obj)
+    except RecursionError:
+        raise LocalProtocolError(
+            f"cannot encode {type(obj).__name__}: a value in it is nested too deeply"
+        ) from None
 
 
 def _describe(exc: BaseException) -> str:

@@ -10,11 +10,26 @@ I/O and knows no clock. Feed it the messages that arrive (:meth:`~JsonRpcConnect
 and it says what they mean as events; ask it for the messages to send and it keeps track of what
 is in flight. Losing the connection is an event too (:meth:`~JsonRpcConnection.connection_lost`),
 after which the machine refuses to be used again.
+
+Hostile input
+-------------
+Whatever bytes a server sends, :func:`parse_message` raises nothing but
+:class:`InvalidMessage`. A message nested more than :data:`MAX_JSON_DEPTH` (256) arrays and
+objects deep is refused like invalid JSON, so no later code meets server JSON deeper than that:
+code that recurses once per level (``repr``, ``==``, ``json.dumps``) has room to walk it under
+the interpreter's recursion limit (1,000 frames) even from a stack 700 frames deep. The JSON
+decoder recurses too, against the same limit: a frame nested deeper than the caller's stack has
+room for (100,000 ``[`` on one line) is refused as "nested too deeply to parse". So the answer
+for a given frame is the same from any caller less than about 700 frames deep.
+
+:func:`salvage_response_ids` reads the ids of the answers in a frame that :func:`parse_message`
+refused, so that the calls they answer can fail at once instead of waiting for their timeout.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
@@ -26,6 +41,7 @@ from ._errors import InvalidMessage, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
     "CANCELLED_NOTIFICATION",
+    "MAX_JSON_DEPTH",
     "ConnectionStatistics",
     "ErrorObject",
     "ErrorReceived",
@@ -46,6 +62,7 @@ __all__ = [
     "classify",
     "encode_message",
     "parse_message",
+    "salvage_response_ids",
     "serialize",
 ]
 
@@ -55,6 +72,13 @@ RequestId: TypeAlias = int | str
 CANCELLED_NOTIFICATION: Final = "notifications/cancelled"
 
 _EXCERPT_CHARS: Final = 80
+
+#: The deepest nesting of arrays and objects that :func:`parse_message` accepts: ``{}`` and
+#: ``[1]`` are 1 deep, ``{"a": [1]}`` is 2 deep. JSON-RPC envelopes of MCP need about 10 levels
+#: and the deepest real tool schemas a few dozen; the official Python SDK (pydantic's parser)
+#: refuses messages deeper than 201, serde_json (the Rust SDK) deeper than 128. A deeper message
+#: is refused with :class:`InvalidMessage`.
+MAX_JSON_DEPTH: Final = 256
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -119,7 +143,10 @@ Message: TypeAlias = Request | Notification | Response | ErrorResponse
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:  # a value nested deeper than the stack has room for
+        return json_kind(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -230,16 +257,95 @@ def _excerpt(data: bytes | str) -> str:
     return repr(text)
 
 
-def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | tuple[Message, ...]:
+#: How many levels of the path a refusal for deep nesting names.
+_PATH_LEVELS: Final = 8
+
+
+#: Texts up to this many characters are walked depth first (cheapest for the few containers of
+#: a common message), longer ones a level at a time (cheapest for many containers).
+_WALK_BY_LEVEL_CHARS: Final = 4096
+
+_CONTAINERS: Final = frozenset((dict, list))
+
+
+def _deeper_than(value: Any, limit: int, size: int) -> bool:
+    """Whether ``value`` (JSON of ``size`` characters, decoded) nests arrays and objects more
+    than ``limit`` deep.
+
+    Iterative, and it visits only arrays and objects: about half a microsecond for a common
+    message, and for a listing of many schemas about half the time of decoding it.
+    """
+    if type(value) not in _CONTAINERS:
+        return False
+    if size > _WALK_BY_LEVEL_CHARS:
+        level = [value]
+        for _ in range(limit):
+            level = [
+                item
+                for node in level
+                for item in (node.values() if type(node) is dict else node)
+                if type(item) in _CONTAINERS
+            ]
+            if not level:
+                return False
+        return True
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return True
+        depth += 1
+        for item in node.values() if type(node) is dict else node:
+            if type(item) in _CONTAINERS:
+                push((item, depth))
+    return False
+
+
+def _member_path(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{json.dumps(key)}]"
+
+
+def _deep_path(value: Any, limit: int) -> str:
+    """The JSON path of the first array or object nested more than ``limit`` deep in ``value``,
+    cut to its ancestor :data:`_PATH_LEVELS` levels down (so a refusal names where the deep part
+    starts in a few dozen characters, not in thousands)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > limit:
+            return path
+        if type(node) is dict:
+            items = [(key, item) for key, item in node.items() if type(item) in _CONTAINERS]
+        else:
+            items = [(index, item) for index, item in enumerate(node) if type(item) in _CONTAINERS]
+        for key, item in reversed(items):
+            if depth >= _PATH_LEVELS:
+                child = path
+            elif isinstance(key, str):
+                child = _member_path(path, key)
+            else:
+                child = f"{path}[{key}]"
+            stack.append((item, depth + 1, child))
+    return "$"  # pragma: no cover - only called for a value deeper than limit
+
+
+def parse_message(
+    data: bytes | str, *, allow_batch: bool = False, max_depth: int | None = MAX_JSON_DEPTH
+) -> Message | tuple[Message, ...]:
     """Parse one frame (a stdio line, an SSE event's data, an HTTP body) into envelopes.
 
     Returns one message, or a tuple of them for a batch. Batches (JSON arrays) exist only in
     protocol revision 2025-03-26; pass ``allow_batch=True`` on such connections.
 
     Raises :class:`InvalidMessage` with path ``$`` and an excerpt of the input when the bytes are
-    not UTF-8 or not JSON (``NaN`` and ``Infinity`` are not JSON), for a batch when batches are
-    not allowed, and for an empty batch; and whatever :func:`classify` raises for a message that
-    is not JSON-RPC (inside a batch the path names the item: ``$[2].method``).
+    not UTF-8 or not JSON (``NaN`` and ``Infinity`` are not JSON), or nested too deeply for the
+    decoder; for a batch when batches are not allowed, and for an empty batch; when arrays and
+    objects nest more than ``max_depth`` deep (:data:`MAX_JSON_DEPTH` by default; ``None``: no
+    limit but the decoder's, for frames we wrote ourselves), with the path of where the deep
+    part starts; and whatever :func:`classify` raises for a message that is not JSON-RPC (inside
+    a batch the path names the item: ``$[2].method``). Nothing else, whatever the input.
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -265,6 +371,16 @@ def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | 
             path="$",
             errors=("nested too deeply @ $",),
         ) from None
+    # JSON nested d deep has at least 2 * d characters: a shorter text is never walked.
+    size = len(text)
+    if max_depth is not None and size > 2 * max_depth and _deeper_than(obj, max_depth, size):
+        path = _deep_path(obj, max_depth)
+        raise InvalidMessage(
+            f"message is nested more than {max_depth} levels deep (arrays and objects, under "
+            f"{path}); MCP messages never need that: {_excerpt(text)}",
+            path=path,
+            errors=(f"nested more than {max_depth} levels deep @ {path}",),
+        )
     if type(obj) is list:
         if not allow_batch:
             raise InvalidMessage(
@@ -281,6 +397,180 @@ def parse_message(data: bytes | str, *, allow_batch: bool = False) -> Message | 
             )
         return tuple(classify(item, path=f"$[{index}]") for index, item in enumerate(obj))
     return classify(obj)
+
+
+# --------------------------------------------------------------------------- salvaging ids
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+#: The decoder of :func:`salvage_response_ids`: it reads ``NaN`` and ``Infinity`` (they make a
+#: frame invalid, not unreadable).
+_read_value = json.JSONDecoder().raw_decode
+
+#: :func:`salvage_response_ids` reads at most this many messages of one frame (values glued on
+#: one line, items of a batch) and this many top-level members of one object, so that a hostile
+#: frame of 16 MiB of ``{}{}{}...`` costs milliseconds, not seconds.
+_SALVAGE_LIMIT: Final = 1000
+
+
+#: What may follow a whole number in JSON (an empty string is no delimiter: in a cut frame, the
+#: number may go on).
+_AFTER_NUMBER: Final = frozenset(" \t\n\r,}")
+
+
+def _skip(text: str, pos: int) -> int:
+    """The position of the first character at or after ``pos`` that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, pos)
+    return pos if match is None else match.end()
+
+
+def _as_id(value: Any) -> RequestId | None:
+    """``value`` if it is a request id (a string or an integer), else None."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
+def _response_id(value: Any) -> RequestId | None:
+    """The id of a complete response: an object with ``result`` or ``error``, a string or
+    integer ``id``, and no ``method``."""
+    if type(value) is not dict or "method" in value:
+        return None
+    if "result" not in value and "error" not in value:
+        return None
+    return _as_id(value.get("id"))
+
+
+def _cut_object_id(text: str, pos: int) -> RequestId | None:
+    """The top-level ``id`` of the object that starts at ``text[pos]`` (``{``) and cannot be
+    decoded whole (cut short, or invalid further on).
+
+    Its members are read one by one, in order, up to the first one that cannot be read. The id
+    counts when it was read whole (a number only when whitespace, ``,`` or ``}`` follows it, else
+    it may have been cut in the middle) and no ``method`` or ``params`` member was read (those
+    make it a request or a notification). Reading stops early once the id and the key ``result`` or
+    ``error`` were read.
+    """
+    end = len(text)
+    pos = _skip(text, pos + 1)
+    rid: RequestId | None = None
+    answer = False
+    for _ in range(_SALVAGE_LIMIT):
+        if pos >= end or text[pos] != '"':
+            break
+        try:
+            key, pos = _read_value(text, pos)
+        except ValueError:
+            break
+        if key == "method" or key == "params":
+            return None
+        if key == "result" or key == "error":
+            if rid is not None:
+                return rid
+            answer = True
+        pos = _skip(text, pos)
+        if text[pos : pos + 1] != ":":
+            break
+        start = _skip(text, pos + 1)
+        try:
+            value, stop = _read_value(text, start)
+        except (ValueError, RecursionError):
+            break
+        if key == "id":
+            # A number is whole only if what follows cannot continue it (12 may be 123, 12.5).
+            whole = text[start] == '"' or text[stop : stop + 1] in _AFTER_NUMBER
+            rid = _as_id(value) if whole else None
+            if rid is not None and answer:
+                return rid
+        pos = _skip(text, stop)
+        if text[pos : pos + 1] != ",":
+            break
+        pos = _skip(text, pos + 1)
+    return rid
+
+
+def _cut_array_ids(text: str, pos: int) -> list[RequestId]:
+    """The ids of the responses in the array that starts at ``text[pos]`` (``[``) and cannot
+    be decoded whole: each item that decodes, then the top-level id of the first one that does
+    not. Reading stops at an item that is not an object."""
+    found: list[RequestId] = []
+    pos = _skip(text, pos + 1)
+    for _ in range(_SALVAGE_LIMIT):
+        if text[pos : pos + 1] != "{":
+            break
+        try:
+            item, stop = _read_value(text, pos)
+        except (ValueError, RecursionError):
+            rid = _cut_object_id(text, pos)
+            if rid is not None:
+                found.append(rid)
+            break
+        rid = _response_id(item)
+        if rid is not None:
+            found.append(rid)
+        pos = _skip(text, stop)
+        if text[pos : pos + 1] != ",":
+            break
+        pos = _skip(text, pos + 1)
+    return found
+
+
+def salvage_response_ids(data: bytes | str) -> tuple[RequestId, ...]:
+    """The ids of the responses that can be read from a frame :func:`parse_message` refused.
+
+    A response here is an object with a string or integer ``id``, ``result`` or ``error``, and
+    no ``method``: the answer to one of our requests. What is read, in order:
+
+    - each JSON value of the frame, from the first one on, as long as they decode whole: a
+      response gives its id; an array (a batch, allowed or not) gives the ids of the responses
+      among its items; a value that is neither an object nor an array ends the reading. So an
+      answer glued to the start of another message (``{...,"id":3,"result":{}}{"jsonrp``)
+      gives ``3``;
+    - then the first value that does not decode whole (cut short, or invalid further on): of an
+      object, its top-level ``id`` if it was read before the cut and no ``method`` or ``params``
+      member was (``{"jsonrpc":"2.0","id":3,"res`` gives ``3``); of an array, the ids of its
+      items read so far and of the item that is cut.
+
+    Only the top level of a message is read (an ``id`` inside ``params`` or ``result`` is never
+    taken); bytes that are not UTF-8 are read as U+FFFD. A request or a notification never gives
+    its id. At most 1,000 messages (glued values, batch items) of a frame and 1,000 members of
+    one object are read. Never raises; the work is linear in the size of ``data`` (the JSON
+    decoder's, in C), and a value nested deeper than the decoder can go (``[`` 100,000 times)
+    stops the reading at once.
+
+    For the session: when :func:`parse_message` raises :class:`InvalidMessage` for a frame,
+    the calls waiting for these ids will get no other answer from it.
+    """
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
+    end = len(text)
+    pos = _skip(text, 1 if text.startswith("\ufeff") else 0)
+    found: list[RequestId] = []
+    for _ in range(_SALVAGE_LIMIT):
+        if pos >= end:
+            break
+        try:
+            value, stop = _read_value(text, pos)
+        except (ValueError, RecursionError):
+            if text[pos] == "{":
+                rid = _cut_object_id(text, pos)
+                if rid is not None:
+                    found.append(rid)
+            elif text[pos] == "[":
+                found.extend(_cut_array_ids(text, pos))
+            break
+        if type(value) is dict:
+            rid = _response_id(value)
+            if rid is not None:
+                found.append(rid)
+        elif type(value) is list:
+            for item in value[:_SALVAGE_LIMIT]:
+                rid = _response_id(item)
+                if rid is not None:
+                    found.append(rid)
+        else:
+            break
+        pos = _skip(text, stop)
+    return tuple(found)
 
 
 # --------------------------------------------------------------------------- serialising

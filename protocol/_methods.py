@@ -416,7 +416,8 @@ def encode(obj: Any) -> dict[str, Any]:
     """Encode a wire object (params, result, content...) as a JSON-ready ``dict``.
 
     Optional fields that are ``None`` are left out; unknown keys kept in ``extra`` are written
-    back. Raises ``TypeError`` if ``obj`` does not encode to a JSON object.
+    back. Raises ``TypeError`` if ``obj`` does not encode to a JSON object, and
+    :class:`LocalProtocolError` if a value in it is nested too deeply to encode.
     """
     out = unstructure(obj)
     if not isinstance(out, dict):

@@ -393,18 +393,26 @@ def _canonical(value: Any) -> str:
 
 
 def _structured_section(result: CallToolResult) -> _Section | None:
+    """The structured content as compact JSON, or None when there is none or a text block
+    already says the same JSON value. Never raises: a value that cannot be written as JSON (nested
+    too deeply for the stack here, or not JSON at all) is reported in one line instead, and a
+    text block that cannot be read as JSON is taken as different."""
     value = result.structured_content
     if value is None:
         return None
-    compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    wanted = _canonical(value)
+    try:
+        compact = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        wanted = _canonical(value)
+    except (RecursionError, TypeError, ValueError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
+        return _Section("structuredContent", f"[structured content left out: {why}]", note=True)
     for block in result.content:
         if isinstance(block, TextContent) and len(block.text) <= 4 * len(compact) + 1024:
             try:
-                said = json.loads(block.text)
-            except ValueError:
+                same = _canonical(json.loads(block.text)) == wanted
+            except (RecursionError, ValueError):  # not JSON, or nested too deeply
                 continue
-            if _canonical(said) == wanted:
+            if same:
                 return None
     return _Section("structuredContent", f"[structured content]\n{compact}", note=False)
 

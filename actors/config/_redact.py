@@ -60,7 +60,7 @@ def redact_text(text: str) -> str:
     if stripped[:1] in ("{", "["):
         try:
             value = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
             pass
         else:
             return json.dumps(redact(value), ensure_ascii=False, separators=(",", ":"))

@@ -516,7 +516,8 @@ def describe_outgoing(frame: bytes) -> Outgoing:
     """Say what a frame we are about to send is. Raises :class:`LocalProtocolError` when it is not
     a JSON-RPC message (a bug on our side)."""
     try:
-        parsed = parse_message(frame, allow_batch=True)
+        # Our own frame: the depth limit is for what servers send.
+        parsed = parse_message(frame, allow_batch=True, max_depth=None)
     except InvalidMessage as exc:
         raise LocalProtocolError(f"cannot send a frame that is not JSON-RPC: {exc}") from None
     messages = parsed if isinstance(parsed, tuple) else (parsed,)
@@ -536,21 +537,34 @@ def describe_outgoing(frame: bytes) -> Outgoing:
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: For an item with a lone surrogate (``"\\ud800"`` is valid JSON, but not encodable as UTF-8).
+_dumps_ascii = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _item_frame(item: Any) -> bytes:
+    try:
+        return _dumps(item).encode("utf-8")
+    except UnicodeEncodeError:
+        return _dumps_ascii(item).encode("ascii")
 
 
 def split_incoming(data: bytes) -> list[tuple[bytes, RequestId | None]]:
     """Cut what the server sent (a JSON body, an SSE event's data) into frames, one message each.
 
     A JSON array (a 2025-03-26 batch) gives one frame per item. Each frame comes with the id it
-    answers when it is a response, else ``None``. Data that is not JSON is passed on as one frame
-    (the session reports it). Never raises.
+    answers when it is a response, else ``None``. Data that is not UTF-8 JSON, or that cannot be
+    cut (nested too deeply for the stack here), is passed on as one frame (the session reports
+    it). Never raises, whatever the bytes.
     """
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
+        value = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return [(data, None)]
     if type(value) is list and value:
-        return [(_dumps(item).encode("utf-8"), _answered_id(item)) for item in value]
+        try:
+            return [(_item_frame(item), _answered_id(item)) for item in value]
+        except RecursionError:
+            return [(data, None)]
     return [(data, _answered_id(value))]
 
 

@@ -20,7 +20,7 @@ from trio_mcp.protocol import (
     parse_message,
     serialize,
 )
-from trio_mcp.transports._http_base import Outgoing, describe_outgoing, split_incoming
+from trio_mcp.transports.http._http_base import Outgoing, describe_outgoing, split_incoming
 
 
 def _check_frames(data: bytes, frames: list[tuple[bytes, int | str | None]]) -> None:

@@ -226,7 +226,7 @@ def _fmt(value: float) -> str:
         return f"{value:.0f}"
     if abs(value) >= 10:
         return f"{value:.1f}"
-    return f"{value:.3g}"
+    return f"{value:#.3g}"
 
 
 def _label(scenario: str, key: str) -> tuple[str, str]:

@@ -156,8 +156,17 @@ def prepare(spec: str, repo: Path, workdir: Path, index: int) -> Tree:
     if Path(source).is_dir():
         lay_out(Path(source).resolve(), dest)
     else:
-        commit = _git(repo, "rev-parse", "--verify", "--quiet", f"{source}^{{commit}}").decode()
-        commit = commit.strip()
+        found = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{source}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if found.returncode != 0:
+            raise SystemExit(
+                f"tree {label}: {source!r} is neither a directory nor a commit of {repo}"
+            )
+        commit = found.stdout.strip()
         checkout = workdir / f"tree{index}-checkout"
         checkout.mkdir()
         archive = _git(repo, "archive", "--format=tar", commit)

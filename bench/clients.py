@@ -3,23 +3,32 @@
 A *target* says how to reach a null server: :class:`StdioTarget` (a command each client starts)
 or :class:`HttpTarget` (a Streamable HTTP endpoint of a null server the benchmark started, see
 :func:`null_http_server`). A *client* is one of
-:data:`CLIENTS`: ``trio-mcp``, ``official`` (the ``mcp`` SDK's ``Client``, run under trio) and
-``raw`` (:mod:`bench.raw_client`). For each pair, :func:`open_connection` yields a
-:class:`Connection` that is connected, initialized and has listed the server's tools:
+:data:`CLIENTS`: ``trio-mcp``, ``official`` (the ``mcp`` SDK's ``Client``, run under trio),
+``raw`` (:mod:`bench.raw_client`: a reader task and an event per call, the multiplexing floor)
+and ``raw-single`` (:mod:`bench.raw_single_client`: stdio only, one call at a time, the caller
+reads its own answer; the floor for sequential calls). For each pair, :func:`open_connection`
+yields a :class:`Connection` that is connected, initialized and has listed the server's tools:
 
 - ``await conn.call()`` makes one ``tools/call`` and checks the answer;
 - ``await conn.call_hang()`` makes one call the server never answers (it fails only when the
   connection dies);
+- ``await conn.call_with(arguments, timeout=None)`` makes one call with other arguments (the
+  flood server's ``{"flood": N}``); with ``timeout`` (seconds) the client's own call timeout,
+  which raises whatever the client raises on a timeout;
 - ``conn.server_pid()`` is the server process's pid (found by the unique tag on its command line).
 
 trio-mcp's connection also has ``await conn.wait_tools_again()``: it returns once its supervisor
-has reconnected a server that died and registered its tools again (the other two clients have no
+has reconnected a server that died and registered its tools again (the other clients have no
 such thing: the restart scenario reconnects them the way a host has to).
 
-:func:`open_fleet` connects many servers at once and returns once every one has listed its tools.
+:func:`open_fleet` connects many servers at once and returns once every one has listed its tools;
+:func:`open_pair` connects two (trio-mcp: one runtime with two servers).
 
 trio-mcp and the official SDK are imported only by the openers that need them, so a worker
-measuring one client never pays for importing another (the memory rows rely on it).
+measuring one client never pays for importing another (the memory rows rely on it). trio-mcp is
+used through its public API only (``trio_mcp.actors``: ``open_runtime``, ``RuntimeConfig``,
+``ServerConfig``, ``RetryPolicy``; ``rt.call``, ``rt.wait_ready``, ``rt.tools``, ``rt.status``),
+so that :mod:`bench.compare` can measure trees whose internal layout differs.
 """
 
 from __future__ import annotations
@@ -40,26 +49,31 @@ import trio
 
 from .raw_client import RawStdioClient, open_raw_stdio_client
 from .raw_http_client import RawHttpClient, open_raw_http_client
+from .raw_single_client import RawSingleStdioClient, open_raw_single_stdio_client
 
 __all__ = [
     "CLIENTS",
     "GIVE_UP_AFTER",
     "ClientName",
     "Connection",
+    "FloodKind",
     "HttpMode",
     "HttpTarget",
     "StdioTarget",
     "Target",
     "TrioMcpConnection",
     "find_pid",
+    "flood_line_bytes",
+    "flood_stdio_target",
     "null_http_server",
     "null_stdio_target",
     "open_connection",
     "open_fleet",
+    "open_pair",
 ]
 
-ClientName = Literal["trio-mcp", "official", "raw"]
-CLIENTS: Final[tuple[ClientName, ...]] = ("trio-mcp", "official", "raw")
+ClientName = Literal["trio-mcp", "official", "raw", "raw-single"]
+CLIENTS: Final[tuple[ClientName, ...]] = ("trio-mcp", "official", "raw", "raw-single")
 
 HERE: Final = Path(__file__).resolve().parent
 TOOL: Final = "echo"
@@ -89,6 +103,33 @@ def null_stdio_target(kind: Literal["node", "python"] = "node") -> StdioTarget:
             raise SystemExit("node is not on PATH: install Node.js, or run with --server python")
         return StdioTarget(argv=(node, str(HERE / "null_server.js")), kind="node")
     return StdioTarget(argv=(sys.executable, str(HERE / "null_server.py")), kind="python")
+
+
+FloodKind = Literal["message", "progress"]
+
+
+def flood_stdio_target(kind: FloodKind = "message") -> StdioTarget:
+    """The flooding stdio server (``flood_server.js``, Node.js): it answers like the null server,
+    and a call with ``{"flood": N}`` makes it write N notifications of ``kind`` without pause."""
+    node = shutil.which("node")
+    if node is None:
+        raise SystemExit("node is not on PATH: the flood rows need Node.js")
+    return StdioTarget(argv=(node, str(HERE / "flood_server.js"), f"--kind={kind}"), kind="flood")
+
+
+def flood_line_bytes(kind: FloodKind = "message") -> int:
+    """The length of each of ``flood_server.js``'s notification lines (they are all alike)."""
+    if kind == "progress":
+        line = (
+            '{"jsonrpc":"2.0","method":"notifications/progress","params":'
+            '{"progressToken":"flood","progress":1000000}}\n'
+        )
+    else:
+        line = (
+            '{"jsonrpc":"2.0","method":"notifications/message","params":'
+            '{"level":"info","logger":"flood","data":"flood 1000000"}}\n'
+        )
+    return len(line.encode())
 
 
 HttpMode = Literal["json", "sse"]
@@ -178,6 +219,9 @@ class Connection(Protocol):
 
     async def call(self) -> None: ...
     async def call_hang(self) -> None: ...
+    async def call_with(
+        self, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> None: ...
     def server_pid(self) -> int: ...
 
 
@@ -185,7 +229,11 @@ class Connection(Protocol):
 
 
 def _trio_mcp_config(
-    argvs: Sequence[tuple[str, ...]], *, url: str | None = None, restart_at_once: bool = False
+    argvs: Sequence[tuple[str, ...]],
+    *,
+    url: str | None = None,
+    restart_at_once: bool = False,
+    names: Sequence[str] | None = None,
 ) -> Any:
     from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig
 
@@ -195,7 +243,7 @@ def _trio_mcp_config(
     else:
         servers = tuple(
             ServerConfig(
-                name=f"null{index}",
+                name=names[index] if names is not None else f"null{index}",
                 command=argv[0],
                 args=argv[1:],
                 connect_timeout=30,
@@ -210,12 +258,14 @@ def _trio_mcp_config(
 
 
 class TrioMcpConnection:
-    """A runtime with one server, ``null0``; its tool is registered as ``mcp_null0_echo``."""
+    """One server of a runtime (by default ``null0``, whose tool is registered as
+    ``mcp_null0_echo``)."""
 
-    def __init__(self, runtime: Any, locate: Callable[[], int]) -> None:
+    def __init__(self, runtime: Any, locate: Callable[[], int], server: str = "null0") -> None:
         self.rt = runtime
         self.locate = locate
-        self.name = "mcp_null0_echo"
+        self.server = server
+        self.name = f"mcp_{server}_{TOOL}"
 
     async def call(self) -> None:
         result = await self.rt.call(self.name, ARGUMENTS)
@@ -225,20 +275,47 @@ class TrioMcpConnection:
     async def call_hang(self) -> None:
         await self.rt.call(self.name, HANG_ARGUMENTS)
 
+    async def call_with(self, arguments: dict[str, Any], *, timeout: float | None = None) -> None:
+        if timeout is None:
+            await self.rt.call(self.name, arguments)
+        else:
+            await self.rt.call(self.name, arguments, timeout=timeout)
+
     def server_pid(self) -> int:
         return self.locate()
 
-    async def wait_tools_again(self) -> None:
-        from trio_mcp.actors import ServerState
+    def _usable(self) -> bool:
+        return (
+            self.name in self.rt.tools()
+            and getattr(self.rt.status()[self.server].state, "name", None) == "READY"
+        )
 
-        # First the withdrawal (the drop), then the new registration by the new connection.
-        while self.rt.registry.get(self.name) is not None:
-            await self.rt.wait_tools_changed(self.rt.tools_version)
-        while (
-            self.rt.registry.get(self.name) is None
-            or self.rt.status()["null0"].state is not ServerState.READY
-        ):
-            await self.rt.wait_tools_changed(self.rt.tools_version)
+    async def wait_tools_again(self) -> None:
+        """First the withdrawal (the drop), then the new registration by the new connection.
+
+        Waits with ``rt.wait_tools_changed`` where the runtime has it; otherwise it looks at
+        ``rt.tools()`` and ``rt.status()`` every millisecond."""
+        wait_changed = getattr(self.rt, "wait_tools_changed", None)
+
+        async def changed() -> None:
+            if wait_changed is not None:
+                await wait_changed(self.rt.tools_version)
+            else:
+                await trio.sleep(0.001)
+
+        while self.name in self.rt.tools():
+            await changed()
+        while not self._usable():
+            await changed()
+
+
+async def _trio_mcp_ready(rt: Any, names: Sequence[str], timeout: float) -> None:
+    """Wait until the runtime's servers are ready and ``names`` are registered tools."""
+    await rt.wait_ready(timeout=timeout)
+    tools = rt.tools()
+    missing = [name for name in names if name not in tools]
+    if missing:
+        raise RuntimeError(f"trio-mcp did not register {missing}: {dict(rt.status())}")
 
 
 @asynccontextmanager
@@ -251,9 +328,7 @@ async def _open_trio_mcp(
     url = target.url if isinstance(target, HttpTarget) else None
     config = _trio_mcp_config([argv], url=url, restart_at_once=restart_at_once)
     async with open_runtime(config) as rt:
-        await rt.wait_ready(timeout=30)
-        if rt.registry.get("mcp_null0_echo") is None:
-            raise RuntimeError(f"trio-mcp did not register the tool: {rt.status()}")
+        await _trio_mcp_ready(rt, [f"mcp_null0_{TOOL}"], 30)
         yield TrioMcpConnection(rt, locate)
 
 
@@ -274,6 +349,9 @@ class OfficialConnection:
 
     async def call_hang(self) -> None:
         await self.client.call_tool(TOOL, HANG_ARGUMENTS)
+
+    async def call_with(self, arguments: dict[str, Any], *, timeout: float | None = None) -> None:
+        await self.client.call_tool(TOOL, arguments, read_timeout_seconds=timeout)
 
     def server_pid(self) -> int:
         return self.locate()
@@ -300,9 +378,16 @@ async def _open_official(target: Target) -> AsyncIterator[OfficialConnection]:
 
 
 class RawConnection:
-    """An initialized :class:`RawStdioClient` or :class:`RawHttpClient`."""
+    """An initialized :class:`RawStdioClient`, :class:`RawHttpClient` or
+    :class:`RawSingleStdioClient`. The raw clients have no call timeout of their own:
+    ``call_with(..., timeout=)`` is a ``trio.fail_after`` around the call, what a host would
+    write (it raises :class:`trio.TooSlowError`)."""
 
-    def __init__(self, client: RawStdioClient | RawHttpClient, locate: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        client: RawStdioClient | RawHttpClient | RawSingleStdioClient,
+        locate: Callable[[], int],
+    ) -> None:
         self.client = client
         self.locate = locate
 
@@ -313,6 +398,13 @@ class RawConnection:
 
     async def call_hang(self) -> None:
         await self.client.call_tool(TOOL, HANG_ARGUMENTS)
+
+    async def call_with(self, arguments: dict[str, Any], *, timeout: float | None = None) -> None:
+        if timeout is None:
+            await self.client.call_tool(TOOL, arguments)
+            return
+        with trio.fail_after(timeout):
+            await self.client.call_tool(TOOL, arguments)
 
     def server_pid(self) -> int:
         return self.locate()
@@ -335,6 +427,18 @@ async def _open_raw(target: Target) -> AsyncIterator[RawConnection]:
         yield RawConnection(client, locate)
 
 
+@asynccontextmanager
+async def _open_raw_single(target: Target) -> AsyncIterator[RawConnection]:
+    if isinstance(target, HttpTarget):
+        raise ValueError("raw-single is a stdio client; it has no HTTP variant")
+    argv, locate = _locate(target)
+    async with open_raw_single_stdio_client(argv) as client:
+        tools = await client.initialize()
+        if [tool["name"] for tool in tools] != [TOOL]:
+            raise RuntimeError(f"unexpected tools: {tools}")
+        yield RawConnection(client, locate)
+
+
 # --------------------------------------------------------------------------- entry points
 
 
@@ -348,7 +452,31 @@ def open_connection(client: ClientName, target: Target, *, restart_at_once: bool
         return _open_official(target)
     if client == "raw":
         return _open_raw(target)
+    if client == "raw-single":
+        return _open_raw_single(target)
     raise ValueError(f"unknown client {client!r}; choose from {', '.join(CLIENTS)}")
+
+
+@asynccontextmanager
+async def open_pair(
+    client: ClientName, first: StdioTarget, second: StdioTarget
+) -> AsyncIterator[tuple[Connection, Connection]]:
+    """Connect two stdio servers in one trio run and yield a connection to each. trio-mcp: one
+    runtime with the two servers ``null0`` and ``flood``; the others: two connections. Raises
+    :class:`ValueError` for ``raw-single`` (it cannot wait on two servers at once)."""
+    if client == "trio-mcp":
+        from trio_mcp.actors import open_runtime
+
+        (argv0, locate0), (argv1, locate1) = _locate(first), _locate(second)
+        config = _trio_mcp_config([argv0, argv1], names=["null0", "flood"])
+        async with open_runtime(config) as rt:
+            await _trio_mcp_ready(rt, [f"mcp_null0_{TOOL}", f"mcp_flood_{TOOL}"], 30)
+            yield TrioMcpConnection(rt, locate0), TrioMcpConnection(rt, locate1, "flood")
+        return
+    if client == "raw-single":
+        raise ValueError("raw-single makes one call at a time on one connection")
+    async with open_connection(client, first) as a, open_connection(client, second) as b:
+        yield a, b
 
 
 @asynccontextmanager
@@ -367,7 +495,7 @@ async def open_fleet(client: ClientName, target: StdioTarget, count: int) -> Asy
             yield tools
         return
 
-    opener = _open_official if client == "official" else _open_raw
+    opener = {"official": _open_official, "raw": _open_raw, "raw-single": _open_raw_single}[client]
     ready = 0
     all_ready = trio.Event()
     release = trio.Event()

@@ -1,6 +1,7 @@
 """Profile trio-mcp's call hot path over stdio against the null server.
 
-    python -m bench.hotpath [--width 1|32|256] [--calls N] [--client trio-mcp|official|raw]
+    python -m bench.hotpath [--width 1|32|256] [--calls N]
+                            [--client trio-mcp|official|raw|raw-single]
                             [--sort tottime|cumulative] [--top 30] [--out FILE.prof]
                             [--cpu-timer] [--no-profile] [--steps] [--server node|python]
 
@@ -13,7 +14,8 @@ cProfile, for a sampling profiler started around it::
 (py-spy is not a dependency of the project; install it where you like.)
 
 ``--steps`` counts, instead of profiling, how many times each task ran (trio "task steps": each
-one is a pass through the scheduler) per call, by the task's function.
+one is a pass through the scheduler) per call, by the task's function (the table's rows
+"task steps per call" are the same count, by ``python -m bench --only steps_sequential,...``).
 """
 
 from __future__ import annotations
@@ -22,26 +24,13 @@ import argparse
 import cProfile
 import pstats
 import time
-from collections import Counter
 
 import trio
 
 from .clients import CLIENTS, ClientName, null_stdio_target, open_connection
-from .scenarios import _run_in_flight
+from .scenarios import StepCounter, _run_in_flight
 
 __all__ = ["main"]
-
-
-class _StepCounter(trio.abc.Instrument):
-    """Counts task steps by the task's function name while ``counting`` is set."""
-
-    def __init__(self) -> None:
-        self.counting = False
-        self.steps: Counter[str] = Counter()
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        if self.counting:
-            self.steps[task.name.rsplit(".", 1)[-1]] += 1
 
 
 async def _load(
@@ -50,7 +39,7 @@ async def _load(
     calls: int,
     server: str,
     profiler: cProfile.Profile | None,
-    steps: _StepCounter | None = None,
+    steps: StepCounter | None = None,
 ) -> None:
     target = null_stdio_target("python" if server == "python" else "node")
     async with open_connection(client, target) as conn:
@@ -95,7 +84,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.steps:
-        counter = _StepCounter()
+        counter = StepCounter()
         trio.run(_load, args.client, args.width, args.calls, args.server, None, counter)
         total = sum(counter.steps.values())
         print(f"task steps per call: {total / args.calls:.2f}")

@@ -1,12 +1,13 @@
 """``python -m bench``: run every measurement for every client and print one table.
 
-    python -m bench [--quick] [--only NAME,...] [--clients trio-mcp,official,raw]
+    python -m bench [--quick] [--only NAME,...] [--clients trio-mcp,official,raw,raw-single]
                     [--server node|python] [--json FILE] [--markdown]
 
 Each (scenario, client) pair runs in a fresh interpreter (:mod:`bench.worker`); the clients of
-one scenario run one after the other, so a change in the machine's load hits all three alike.
-The table has one row per metric, the three clients side by side, and the ratios trio-mcp /
-official and trio-mcp / raw (the ``better`` column says whether a ratio above 1 is good).
+one scenario run one after the other, so a change in the machine's load hits all of them alike.
+The table has one row per metric, the four clients side by side (``n/a`` where a client cannot
+run a scenario), and the ratios trio-mcp / official, trio-mcp / raw and trio-mcp / raw-single
+(the ``better`` column says whether a ratio above 1 is good).
 """
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ import attrs
 
 from .clients import CLIENTS
 from .scenarios import Plan
-from .stats import Better, Row, format_table
-from .worker import SCENARIOS
+from .stats import Better, Cell, Row, format_table
+from .worker import SCENARIOS, supports
 
-__all__ = ["ROWS", "machine_description", "main"]
+__all__ = ["ROWS", "machine_description", "main", "run_worker"]
 
 ROOT: Final = Path(__file__).resolve().parent.parent
+#: A worker that has not answered after this long is stopped (its cell shows ``-``). The flood
+#: scenarios end themselves well before (their watchdog), so this is for the unforeseen.
+WORKER_TIMEOUT: Final = 900.0
+#: The result of a (scenario, client) pair the client cannot run.
+NOT_APPLICABLE: Final = {"n/a": True}
 
 
 @attrs.frozen
@@ -66,6 +72,9 @@ ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec(
         "sequential_one_cpu", "cpu", "stdio", "sequential, one CPU, client CPU/call", "µs", "lower"
     ),
+    RowSpec(
+        "steps_sequential", "steps", "stdio", "task steps per call, sequential", "steps", "lower"
+    ),
     RowSpec("in_flight_32", "rate", "stdio", "32 in flight", "calls/s", "higher"),
     RowSpec("in_flight_32", "p50", "stdio", "32 in flight p50", "ms", "lower"),
     RowSpec("in_flight_32", "p99", "stdio", "32 in flight p99", "ms", "lower"),
@@ -73,6 +82,14 @@ ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("in_flight_256", "rate", "stdio", "256 in flight", "calls/s", "higher"),
     RowSpec("in_flight_256", "p50", "stdio", "256 in flight p50", "ms", "lower"),
     RowSpec("in_flight_256", "p99", "stdio", "256 in flight p99", "ms", "lower"),
+    RowSpec(
+        "steps_in_flight_32",
+        "steps",
+        "stdio",
+        "task steps per call, 32 in flight",
+        "steps",
+        "lower",
+    ),
     *(
         RowSpec(
             f"http_{mode}_{shape}",
@@ -90,8 +107,49 @@ ROWS: Final[tuple[RowSpec, ...]] = (
         for key, suffix, unit, better in _THROUGHPUT
     ),
     RowSpec("fleet_start", "start", "stdio", "start N servers, all tools usable", "ms", "lower"),
-    RowSpec("death", "death", "stdio", "SIGKILL -> last pending call failed", "ms", "lower"),
+    RowSpec("death", "death", "stdio", "SIGKILL -> last of 32 pending calls failed", "ms", "lower"),
+    RowSpec(
+        "death_256", "death", "stdio", "SIGKILL -> last of 256 pending calls failed", "ms", "lower"
+    ),
     RowSpec("restart", "restart", "stdio", "SIGKILL -> tools usable again", "ms", "lower"),
+    RowSpec(
+        "flood_quiet", "quiet_p50", "flood", "quiet server, sequential p50, no flood", "ms", "lower"
+    ),
+    RowSpec(
+        "flood_quiet",
+        "flood_p50",
+        "flood",
+        "quiet server, sequential p50, during flood",
+        "ms",
+        "lower",
+    ),
+    RowSpec(
+        "flood_quiet", "quiet_p99", "flood", "quiet server, sequential p99, no flood", "ms", "lower"
+    ),
+    RowSpec(
+        "flood_quiet",
+        "flood_p99",
+        "flood",
+        "quiet server, sequential p99, during flood",
+        "ms",
+        "lower",
+    ),
+    RowSpec(
+        "flood_timeout",
+        "timeout_quiet",
+        "flood",
+        "1 s call timeout raised after, no flood",
+        "s",
+        "lower",
+    ),
+    RowSpec(
+        "flood_timeout",
+        "timeout_flood",
+        "flood",
+        "1 s call timeout to the flooding server raised after",
+        "s",
+        "lower",
+    ),
     RowSpec("memory", "heap", "stdio", "Python heap per connected server", "KiB", "lower"),
     RowSpec("memory", "rss", "stdio", "RSS per connected server", "KiB", "lower"),
     RowSpec("registry", "decode", "registry", "decode + register N tools", "ms", "lower"),
@@ -129,7 +187,16 @@ def machine_description() -> dict[str, Any]:
     }
 
 
-def _run_worker(scenario: str, client: str, plan: Plan, server: str) -> dict[str, Any]:
+def run_worker(
+    scenario: str,
+    client: str,
+    plan: Plan,
+    server: str,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One ``bench.worker`` run in a fresh interpreter; its result, or ``{}`` when it failed
+    (its stderr is printed). ``env``: the environment (default: this one's)."""
     command = [
         sys.executable,
         "-m",
@@ -139,7 +206,19 @@ def _run_worker(scenario: str, client: str, plan: Plan, server: str) -> dict[str
         json.dumps(attrs.asdict(plan)),
         server,
     ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            command,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=None if env is None else dict(env),
+            timeout=WORKER_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        print(f"  {scenario} / {client}: no answer after {WORKER_TIMEOUT:.0f} s", file=sys.stderr)
+        return {}
     if done.returncode != 0:
         print(f"  {scenario} / {client} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
         return {}
@@ -150,16 +229,51 @@ def _run_worker(scenario: str, client: str, plan: Plan, server: str) -> dict[str
 def measure(
     scenarios: Sequence[str], clients: Sequence[str], plan: Plan, server: str
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """scenario -> client -> result, printing progress on stderr."""
+    """scenario -> client -> result, printing progress on stderr. A pair the client cannot
+    run is not run; its result is :data:`NOT_APPLICABLE`."""
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for scenario in scenarios:
         for client in clients:
+            if not supports(scenario, client):
+                results.setdefault(scenario, {})[client] = dict(NOT_APPLICABLE)
+                continue
             started = time.perf_counter()
-            print(f"  {scenario:<22} {client:<9}", end="", file=sys.stderr, flush=True)
-            result = _run_worker(scenario, client, plan, server)
+            print(f"  {scenario:<22} {client:<10}", end="", file=sys.stderr, flush=True)
+            result = run_worker(scenario, client, plan, server)
             results.setdefault(scenario, {})[client] = result
             print(f" {time.perf_counter() - started:5.1f} s", file=sys.stderr)
     return results
+
+
+def _cell(result: Mapping[str, Any], key: str) -> Cell:
+    if result.get("n/a"):
+        return "n/a"
+    value = result.get(key)
+    return value if isinstance(value, int | float | str) else None
+
+
+def notes(results: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """What the table's cells do not say: flood measurements whose flood ended before they
+    did, and how many calls a starved one made."""
+    out = []
+    for scenario in ("flood_quiet", "flood_timeout"):
+        for client, result in results.get(scenario, {}).items():
+            if result.get("flood_over"):
+                out.append(
+                    f"{scenario} / {client}: the flood ended before the measurement did "
+                    "(raise flood_count)"
+                )
+            if "flood_done_calls" in result:
+                out.append(
+                    f"{scenario} / {client}: starved, {result['flood_done_calls']} calls done "
+                    "within the cap"
+                )
+            if result.get("flood_rate"):
+                out.append(
+                    f"{scenario} / {client}: the client read {result['flood_rate']:,.0f} "
+                    "notifications/s during the flood"
+                )
+    return out
 
 
 def build_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]], plan: Plan) -> list[Row]:
@@ -169,7 +283,9 @@ def build_rows(results: Mapping[str, Mapping[str, Mapping[str, Any]]], plan: Pla
         if spec.scenario not in results:
             continue
         size = plan.registry_tools if spec.section == "registry" else plan.fleet_size
-        values = {client: result.get(spec.key) for client, result in results[spec.scenario].items()}
+        values = {
+            client: _cell(result, spec.key) for client, result in results[spec.scenario].items()
+        }
         rows.append(
             Row(
                 section=spec.section,
@@ -219,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print()
     print(format_table(rows, markdown=args.markdown))
     print()
+    for note in notes(results):
+        print(note)
     print(
         f"{elapsed:.0f} s; load average before {machine['load_average'][0]:.2f}, after "
         f"{load_after:.2f} (on a machine busy with other work the rates drop and vary; "

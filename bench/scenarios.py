@@ -7,14 +7,18 @@ counts as ``None`` and shows as ``-`` in the table.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -22,27 +26,41 @@ import trio
 
 from .clients import (
     GIVE_UP_AFTER,
+    HANG_ARGUMENTS,
     ClientName,
     Connection,
+    FloodKind,
     StdioTarget,
     Target,
     TrioMcpConnection,
+    flood_line_bytes,
+    flood_stdio_target,
     open_connection,
     open_fleet,
+    open_pair,
 )
 from .stats import median, percentile
 
 __all__ = [
+    "STARVED",
     "Plan",
+    "StepCounter",
+    "Watchdog",
     "death_to_failure",
     "fleet_memory",
     "fleet_start",
+    "flood_quiet",
+    "flood_timeout",
     "import_time",
     "in_flight",
     "registry_costs",
     "restart_to_registered",
     "sequential",
+    "task_steps",
 ]
+
+#: The value of a flood measurement that did not finish within ``Plan.flood_cap`` seconds.
+STARVED = "starved"
 
 
 @attrs.frozen(kw_only=True)
@@ -56,6 +74,8 @@ class Plan:
     fleet_size: int = 20
     fleet_reps: int = 3
     death_pending: int = 32
+    #: The second SIGKILL row: this many calls pending.
+    death_pending_many: int = 256
     death_reps: int = 5
     restart_reps: int = 5
     registry_tools: int = 10_000
@@ -65,6 +85,18 @@ class Plan:
     http_reps: int = 3
     http_warmup_calls: int = 100
     http_calls: int = 800
+    #: Task steps per call: calls counted (after a warm-up of ``warmup_calls``).
+    steps_calls: int = 4000
+    #: The flood rows: notifications the flooding server writes (0: without end, until the
+    #: measurement is over), sequential calls to the quiet server with and without the flood,
+    #: 1 s timeouts to the flooding server during the flood, the notification (``message`` or
+    #: ``progress``), and how long a flood measurement may take before it is reported as
+    #: starved (seconds).
+    flood_count: int = 0
+    flood_calls: int = 1000
+    flood_timeout_reps: int = 3
+    flood_kind: str = "message"
+    flood_cap: float = 30.0
 
     @classmethod
     def quick(cls) -> Plan:
@@ -83,6 +115,10 @@ class Plan:
             http_reps=2,
             http_warmup_calls=20,
             http_calls=120,
+            steps_calls=1000,
+            flood_calls=300,
+            flood_timeout_reps=1,
+            flood_cap=10.0,
         )
 
     def for_http(self) -> Plan:
@@ -97,7 +133,7 @@ class Plan:
         )
 
 
-Result = dict[str, float | None]
+Result = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- throughput
@@ -167,6 +203,42 @@ async def _run_in_flight(conn: Connection, width: int, total: int) -> tuple[floa
     return clock() - started, latencies
 
 
+# --------------------------------------------------------------------------- task steps
+
+
+class StepCounter(trio.abc.Instrument):
+    """Counts task steps (passes through trio's scheduler) by the task's function name while
+    ``counting`` is set."""
+
+    def __init__(self) -> None:
+        self.counting = False
+        self.steps: Counter[str] = Counter()
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if self.counting:
+            self.steps[task.name.rsplit(".", 1)[-1]] += 1
+
+
+async def task_steps(client: ClientName, target: Target, plan: Plan, width: int) -> Result:
+    """Task steps per call with ``width`` calls in flight (``width`` tasks calling in a loop;
+    1: sequential), every task of the run counted: ``steps``, and per task function
+    ``by_task`` (in the JSON only)."""
+    counter = StepCounter()
+    async with open_connection(client, target) as conn:
+        await _run_in_flight(conn, width, plan.warmup_calls)
+        trio.lowlevel.add_instrument(counter)
+        counter.counting = True
+        try:
+            await _run_in_flight(conn, width, plan.steps_calls)
+        finally:
+            counter.counting = False
+            trio.lowlevel.remove_instrument(counter)
+    calls = plan.steps_calls
+    result: dict[str, Any] = {"steps": sum(counter.steps.values()) / calls}
+    result["by_task"] = {name: n / calls for name, n in counter.steps.most_common()}
+    return result
+
+
 # --------------------------------------------------------------------------- lifecycle
 
 
@@ -183,13 +255,17 @@ async def fleet_start(client: ClientName, target: StdioTarget, plan: Plan) -> Re
     return {"start": median(times)}
 
 
-async def death_to_failure(client: ClientName, target: StdioTarget, plan: Plan) -> Result:
-    """``death_pending`` calls are pending when the server is SIGKILLed: time until the last one
-    has failed (ms); ``None`` when they are still pending after ``GIVE_UP_AFTER`` seconds."""
+async def death_to_failure(
+    client: ClientName, target: StdioTarget, plan: Plan, pending: int | None = None
+) -> Result:
+    """``pending`` (default ``death_pending``) calls are pending when the server is SIGKILLed:
+    time until the last one has failed (ms); ``None`` when they are still pending after
+    ``GIVE_UP_AFTER`` seconds."""
+    count = plan.death_pending if pending is None else pending
     times: list[float | None] = []
     for _ in range(plan.death_reps + 1):  # the first one is a warm-up
         async with open_connection(client, target) as conn:
-            times.append(await _death_once(conn, plan.death_pending))
+            times.append(await _death_once(conn, count))
     return {"death": median(times[1:])}
 
 
@@ -275,6 +351,186 @@ def _kill(conn: Connection) -> float:
 
 def _since(started: float) -> float:
     return (time.perf_counter() - started) * 1000
+
+
+# --------------------------------------------------------------------------- flood
+
+
+class Watchdog:
+    """Ends a worker whose trio run is starved, with what it measured so far.
+
+    A flood can keep a client's event loop from ever running its timers again, so a trio
+    cancel scope cannot end the measurement; this thread can (the busy loop still lets other
+    threads take the GIL). ``arm(seconds, keys)``: when still armed after ``seconds``, the keys
+    of ``result`` not measured yet are set to :data:`STARVED`, ``result`` is printed as the
+    worker's JSON line, the processes in ``pids`` (the servers) are killed and the process exits
+    (``os._exit``: the trio run cannot be unwound). ``disarm()`` stops it."""
+
+    def __init__(self) -> None:
+        self.result: dict[str, Any] = {}
+        self.pids: list[int] = []
+        self._lock = threading.Lock()
+        self._armed: threading.Event | None = None
+
+    def arm(self, seconds: float, keys: Sequence[str]) -> None:
+        armed = threading.Event()
+        with self._lock:
+            self._armed = armed
+        thread = threading.Thread(
+            target=self._watch, args=(armed, seconds, tuple(keys)), daemon=True
+        )
+        thread.start()
+
+    def disarm(self) -> None:
+        with self._lock:
+            if self._armed is not None:
+                self._armed.set()
+                self._armed = None
+
+    def _watch(self, armed: threading.Event, seconds: float, keys: tuple[str, ...]) -> None:
+        if armed.wait(seconds):
+            return
+        with self._lock:
+            if armed.is_set():
+                return
+            for key in keys:
+                self.result.setdefault(key, STARVED)
+            print(json.dumps(self.result), flush=True)
+            for pid in self.pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            os._exit(0)
+
+
+def _written(pid: int) -> int | None:
+    """Bytes the process has written so far (``wchar`` of ``/proc/<pid>/io``)."""
+    try:
+        with open(f"/proc/{pid}/io") as f:
+            for line in f:
+                if line.startswith("wchar:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class _Flood:
+    """The flooding server's side of a measurement: start the flood, then say how many
+    notifications it has written since, and whether it has written them all."""
+
+    def __init__(self, conn: Connection, plan: Plan) -> None:
+        self.conn = conn
+        self.count = plan.flood_count
+        kind: FloodKind = "progress" if plan.flood_kind == "progress" else "message"
+        self.line = flood_line_bytes(kind)
+        self.pid = conn.server_pid()
+        self.before: int | None = None
+
+    async def start(self) -> None:
+        self.before = _written(self.pid)
+        await self.conn.call_with({"flood": self.count})
+        self.started = time.perf_counter()
+
+    def report(self, result: dict[str, Any]) -> None:
+        """``flood_rate``: notifications written (so read by the client, give or take a pipe's
+        worth) per second since the start; ``flood_over``: 1 when a flood of ``flood_count``
+        was all written before this report (the last part of the measurement was not under
+        the flood), else 0."""
+        now = _written(self.pid)
+        if now is None or self.before is None:
+            return
+        sent = (now - self.before) / self.line
+        result["flood_rate"] = sent / (time.perf_counter() - self.started)
+        result["flood_over"] = int(0 < self.count <= sent)
+
+
+async def _latencies(conn: Connection, calls: int, into: list[float]) -> None:
+    clock = time.perf_counter
+    for _ in range(calls):
+        before = clock()
+        await conn.call()
+        into.append(clock() - before)
+
+
+def _flood_targets(plan: Plan) -> tuple[StdioTarget, StdioTarget]:
+    from .clients import null_stdio_target
+
+    kind: FloodKind = "progress" if plan.flood_kind == "progress" else "message"
+    return null_stdio_target("node"), flood_stdio_target(kind)
+
+
+async def flood_quiet(client: ClientName, plan: Plan, watchdog: Watchdog) -> Result:
+    """Two servers, the null server (quiet) and ``flood_server.js``: ``flood_calls``
+    sequential calls to the quiet server, p50 and p99 (ms), before (``quiet_p50``,
+    ``quiet_p99``) and while the other server writes notifications without pause
+    (``flood_p50``, ``flood_p99``; :data:`STARVED` when the calls are not done within
+    ``flood_cap`` seconds, with ``flood_done_calls`` saying how many were). Also
+    ``flood_rate`` and ``flood_over`` (see :meth:`_Flood.report`)."""
+    result = watchdog.result
+    quiet_target, flood_target = _flood_targets(plan)
+    async with open_pair(client, quiet_target, flood_target) as (quiet, flooding):
+        flood = _Flood(flooding, plan)
+        watchdog.pids = [quiet.server_pid(), flood.pid]
+        await _warm_up(quiet, plan.warmup_calls)
+        calm: list[float] = []
+        await _latencies(quiet, plan.flood_calls, calm)
+        result["quiet_p50"] = percentile(calm, 50) * 1000
+        result["quiet_p99"] = percentile(calm, 99) * 1000
+        await flood.start()
+        watchdog.arm(plan.flood_cap + 5, ["flood_p50", "flood_p99"])
+        flooded: list[float] = []
+        with trio.move_on_after(plan.flood_cap) as scope:
+            await _latencies(quiet, plan.flood_calls, flooded)
+        flood.report(result)
+        if scope.cancelled_caught:
+            result["flood_p50"] = result["flood_p99"] = STARVED
+            result["flood_done_calls"] = len(flooded)
+        else:
+            result["flood_p50"] = percentile(flooded, 50) * 1000
+            result["flood_p99"] = percentile(flooded, 99) * 1000
+        watchdog.disarm()
+        watchdog.arm(plan.flood_cap, [])  # leaving may be starved too
+    watchdog.disarm()
+    return result
+
+
+async def flood_timeout(client: ClientName, plan: Plan, watchdog: Watchdog) -> Result:
+    """A call with a 1 s timeout to a server that never answers it: the trio clock from the
+    call to the raise of the client's timeout error (s), once before the server floods
+    (``timeout_quiet``) and, median of ``flood_timeout_reps``, while it writes notifications
+    without pause (``timeout_flood``; :data:`STARVED` when it has
+    not raised within ``flood_cap`` seconds). ``timeout_error`` names what was raised."""
+    result = watchdog.result
+    quiet_target, flood_target = _flood_targets(plan)
+    async with open_pair(client, quiet_target, flood_target) as (quiet, flooding):
+        flood = _Flood(flooding, plan)
+        watchdog.pids = [quiet.server_pid(), flood.pid]
+        await _warm_up(quiet, 20)
+        errors: set[str] = set()
+
+        async def timed_out() -> float:
+            started = trio.current_time()
+            try:
+                await flooding.call_with(HANG_ARGUMENTS, timeout=1.0)
+            except Exception as exc:
+                errors.add(type(exc).__name__)
+                return trio.current_time() - started
+            raise AssertionError("a call the server never answers returned")
+
+        result["timeout_quiet"] = await timed_out()
+        await flood.start()
+        watchdog.arm(plan.flood_cap + 5, ["timeout_flood"])
+        times: list[float | None] = []
+        with trio.move_on_after(plan.flood_cap) as scope:
+            for _ in range(plan.flood_timeout_reps):
+                times.append(await timed_out())
+        flood.report(result)
+        result["timeout_flood"] = STARVED if scope.cancelled_caught else median(times)
+        result["timeout_error"] = ", ".join(sorted(errors))
+        watchdog.disarm()
+        watchdog.arm(plan.flood_cap, [])  # leaving may be starved too
+    watchdog.disarm()
+    return result
 
 
 # --------------------------------------------------------------------------- memory

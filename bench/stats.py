@@ -9,12 +9,17 @@ from typing import Final, Literal
 
 import attrs
 
-__all__ = ["Row", "format_table", "median", "percentile"]
+__all__ = ["Cell", "Row", "format_table", "median", "percentile"]
 
 Better = Literal["higher", "lower"]
 
 #: The columns of the table, in order: the client names of bench.clients.CLIENTS.
-COLUMNS: Final = ("trio-mcp", "official", "raw")
+COLUMNS: Final = ("trio-mcp", "official", "raw", "raw-single")
+#: The ratio columns: trio-mcp / each of these.
+RATIOS: Final = ("official", "raw", "raw-single")
+
+#: A cell: a number, ``None`` (not measured, or hung: ``-``) or a word (``n/a``, ``starved``).
+Cell = float | str | None
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -43,25 +48,28 @@ def median(values: Iterable[float | None]) -> float | None:
 @attrs.frozen(kw_only=True)
 class Row:
     """One line of the table: a metric, its unit, which way is better, one value per client
-    (``None``: not measured or hung) and an optional note."""
+    (``None``: not measured or hung; a word such as ``n/a`` or ``starved``) and an optional
+    note."""
 
     section: str
     metric: str
     unit: str
     better: Better
-    values: Mapping[str, float | None]
+    values: Mapping[str, Cell]
     note: str = ""
 
     def ratio(self, other: str) -> float | None:
         mine, theirs = self.values.get("trio-mcp"), self.values.get(other)
-        if mine is None or theirs is None or theirs == 0:
+        if not isinstance(mine, int | float) or not isinstance(theirs, int | float) or not theirs:
             return None
         return mine / theirs
 
 
-def _number(value: float | None, unit: str) -> str:
+def _number(value: Cell, unit: str) -> str:
     if value is None:
         return "-"
+    if isinstance(value, str):
+        return value
     if unit in ("calls/s",) or abs(value) >= 1000:
         return f"{value:,.0f}"
     if abs(value) >= 100:
@@ -76,15 +84,15 @@ def _ratio(value: float | None) -> str:
 
 
 def format_table(rows: Sequence[Row], *, markdown: bool = False) -> str:
-    """The table: one row per metric, the three clients, then trio-mcp / official and
-    trio-mcp / raw. ``better`` says whether a ratio above 1 is good (``higher``) or bad."""
+    """The table: one row per metric, the four clients, then trio-mcp / official, trio-mcp /
+    raw and trio-mcp / raw-single. ``better`` says whether a ratio above 1 is good (``higher``)
+    or bad."""
     header = [
         "metric",
         "unit",
         "better",
         *COLUMNS,
-        "trio-mcp/official",
-        "trio-mcp/raw",
+        *(f"trio-mcp/{other}" for other in RATIOS),
     ]
     lines: list[list[str]] = []
     for row in rows:
@@ -94,8 +102,7 @@ def format_table(rows: Sequence[Row], *, markdown: bool = False) -> str:
                 row.unit,
                 row.better,
                 *(_number(row.values.get(column), row.unit) for column in COLUMNS),
-                _ratio(row.ratio("official")),
-                _ratio(row.ratio("raw")),
+                *(_ratio(row.ratio(other)) for other in RATIOS),
             ]
         )
     if markdown:

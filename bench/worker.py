@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from functools import partial
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -18,7 +18,7 @@ from . import scenarios
 from .clients import CLIENTS, ClientName, HttpMode, null_http_server, null_stdio_target
 from .scenarios import Plan
 
-__all__ = ["SCENARIOS", "run_one"]
+__all__ = ["SCENARIOS", "run_one", "supports"]
 
 #: Scenario name -> whether it needs a server (a transport target).
 SCENARIOS: dict[str, bool] = {
@@ -26,9 +26,14 @@ SCENARIOS: dict[str, bool] = {
     "sequential_one_cpu": True,
     "in_flight_32": True,
     "in_flight_256": True,
+    "steps_sequential": True,
+    "steps_in_flight_32": True,
     "fleet_start": True,
     "death": True,
+    "death_256": True,
     "restart": True,
+    "flood_quiet": True,
+    "flood_timeout": True,
     "memory": True,
     "registry": False,
     "import": False,
@@ -38,15 +43,29 @@ SCENARIOS: dict[str, bool] = {
     "http_sse_in_flight_32": True,
 }
 
+#: The scenarios ``raw-single`` can run: one call at a time on one stdio connection.
+_RAW_SINGLE: Final = frozenset({"sequential", "sequential_one_cpu", "steps_sequential"})
+
+
+def supports(scenario: str, client: str) -> bool:
+    """Whether ``client`` can be measured in ``scenario`` (the table says ``n/a`` otherwise)."""
+    if client == "raw-single":
+        return scenario in _RAW_SINGLE
+    return True
+
 
 def run_one(scenario: str, client: ClientName, plan: Plan, server: str) -> dict[str, Any]:
     """Run one scenario for one client in this process; returns its result."""
+    if not supports(scenario, client):
+        raise SystemExit(f"{client} cannot run {scenario}")
     if scenario == "registry":
         return scenarios.registry_costs(client, plan)
     if scenario == "import":
         return scenarios.import_time(client, plan)
     if scenario.startswith("http_"):
         return _run_http(scenario, client, plan)
+    if scenario.startswith("flood_"):
+        return _run_flood(scenario, client, plan)
     target = null_stdio_target("python" if server == "python" else "node")
     match scenario:
         case "sequential":
@@ -58,10 +77,16 @@ def run_one(scenario: str, client: ClientName, plan: Plan, server: str) -> dict[
             fn = partial(scenarios.in_flight, client, target, plan, 32)
         case "in_flight_256":
             fn = partial(scenarios.in_flight, client, target, plan, 256)
+        case "steps_sequential":
+            fn = partial(scenarios.task_steps, client, target, plan, 1)
+        case "steps_in_flight_32":
+            fn = partial(scenarios.task_steps, client, target, plan, 32)
         case "fleet_start":
             fn = partial(scenarios.fleet_start, client, target, plan)
         case "death":
             fn = partial(scenarios.death_to_failure, client, target, plan)
+        case "death_256":
+            fn = partial(scenarios.death_to_failure, client, target, plan, plan.death_pending_many)
         case "restart":
             fn = partial(scenarios.restart_to_registered, client, target, plan)
         case "memory":
@@ -82,6 +107,20 @@ def _pin_to_one_cpu() -> None:
     if not hasattr(os, "sched_setaffinity"):
         raise SystemExit("sequential_one_cpu needs os.sched_setaffinity (Linux)")
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def _run_flood(scenario: str, client: ClientName, plan: Plan) -> dict[str, Any]:
+    """``flood_quiet`` / ``flood_timeout``: always against the Node.js servers, under a
+    :class:`~bench.scenarios.Watchdog` that reports a starved run instead of hanging."""
+    watchdog = scenarios.Watchdog()
+    if scenario == "flood_quiet":
+        fn = partial(scenarios.flood_quiet, client, plan, watchdog)
+    elif scenario == "flood_timeout":
+        fn = partial(scenarios.flood_timeout, client, plan, watchdog)
+    else:
+        raise SystemExit(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
+    result: dict[str, Any] = trio.run(fn)
+    return result
 
 
 def _run_http(scenario: str, client: ClientName, plan: Plan) -> dict[str, Any]:

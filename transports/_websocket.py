@@ -467,6 +467,11 @@ class WebSocketTransport:
                         self._close_timeout,
                     )
                 self._tasks.cancel()
+                with trio.CancelScope() as drop:
+                    # When the time ran out before the close handshake began: a close that
+                    # is cancelled at once closes the connection's stream without waiting.
+                    drop.cancel()
+                    await self._connection.aclose(self._close_code, self._close_text)
                 if self._stream is not None:
                     try:
                         await self._stream.aclose()
@@ -871,6 +876,21 @@ def _single_failure(group: BaseExceptionGroup[Any]) -> BaseException | None:
     return failures[0] if len(failures) == 1 else None
 
 
+async def _io_nursery(
+    *,
+    task_status: trio.TaskStatus[tuple[trio.Nursery, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """A nursery for a connection's I/O tasks (the library's reader, the transport's reader and
+    writer) that a cancellation of the block around the transport does not reach: the close
+    handshake and the last frames still go out when the block is cancelled. Its tasks end
+    when the connection ends, or when the returned scope is cancelled (after
+    :meth:`WebSocketTransport.aclose`, which is bounded)."""
+    with collapse_exception_group(), trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as nursery:
+            task_status.started((nursery, scope))
+            await trio.sleep_forever()
+
+
 @asynccontextmanager
 async def open_websocket_transport(
     params: WebSocketParameters, sink: FrameSink | None = None
@@ -895,31 +915,34 @@ async def open_websocket_transport(
     connected = False
     try:
         async with trio.open_nursery() as nursery:
-            connection, stream = await _handshake(nursery, params)
-            transport = _new_transport(
-                connection,
-                TransportInfo(kind="ws", detail=target.display),
-                f"WebSocket server {target.display}",
-                sink,
-                max_frame_bytes=params.max_frame_bytes,
-                close_timeout=params.close_timeout,
-                stream=stream,
-            )
+            io, io_scope = await nursery.start(_io_nursery)
             try:
-                if connection.subprotocol != MCP_SUBPROTOCOL:
-                    raise ConnectError(
-                        f"WebSocket server {target.display} accepted the connection without the "
-                        f"subprotocol {MCP_SUBPROTOCOL!r} (it answered "
-                        f"{connection.subprotocol!r}), so it does not speak MCP there; check "
-                        "the URL's path"
-                    )
-                logger.debug("connected to %s", target.display)
-                connected = True
-                transport._start(nursery)
-                yield transport
+                connection, stream = await _handshake(io, params)
+                transport = _new_transport(
+                    connection,
+                    TransportInfo(kind="ws", detail=target.display),
+                    f"WebSocket server {target.display}",
+                    sink,
+                    max_frame_bytes=params.max_frame_bytes,
+                    close_timeout=params.close_timeout,
+                    stream=stream,
+                )
+                try:
+                    if connection.subprotocol != MCP_SUBPROTOCOL:
+                        raise ConnectError(
+                            f"WebSocket server {target.display} accepted the connection without "
+                            f"the subprotocol {MCP_SUBPROTOCOL!r} (it answered "
+                            f"{connection.subprotocol!r}), so it does not speak MCP there; "
+                            "check the URL's path"
+                        )
+                    logger.debug("connected to %s", target.display)
+                    connected = True
+                    transport._start(io)
+                    yield transport
+                finally:
+                    await transport.aclose()
             finally:
-                await transport.aclose()
-                nursery.cancel_scope.cancel()
+                io_scope.cancel()
     except BaseExceptionGroup as group:
         failure = _single_failure(group)
         if failure is None:
@@ -997,8 +1020,10 @@ async def accept_websocket_transport(
     )
     with collapse_exception_group():
         async with trio.open_nursery() as nursery:
-            transport._start(nursery)
+            io, io_scope = await nursery.start(_io_nursery)
             try:
+                transport._start(io)
                 yield transport
             finally:
                 await transport.aclose()
+                io_scope.cancel()

@@ -738,6 +738,41 @@ async def test_aclose_sends_what_is_in_the_outbox_first(nursery: trio.Nursery) -
     assert end_of(end)[2] == frozenset()
 
 
+async def test_the_server_sides_close_is_bounded_when_the_client_never_reads(
+    nursery: trio.Nursery,
+) -> None:
+    elapsed: list[float] = []
+    closed = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        async with accept_websocket_transport(request, close_timeout=0.2) as transport:
+            transport.send_nowait(STUCK)
+            await trio.testing.wait_all_tasks_blocked()  # its writer is stuck
+            started = trio.current_time()
+            await transport.aclose()
+            elapsed.append(trio.current_time() - started)
+        closed.set()
+
+    port = await serve_ws(nursery, handler)
+    client = trio.socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await client.connect(("127.0.0.1", port))
+    request = (
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: mcp\r\n\r\n"
+    )
+    with trio.fail_after(GUARD):
+        async with trio.SocketStream(client) as stream:
+            await stream.send_all(request.encode())
+            await closed.wait()
+            # The connection was dropped: what the socket holds, then its end.
+            while await stream.receive_some(1 << 20):
+                pass
+    [seconds] = elapsed
+    assert 0.2 <= seconds < 5
+
+
 # --------------------------------------------------------------------------- sizes
 
 
@@ -962,6 +997,39 @@ async def test_aclose_is_idempotent_and_ends_send_and_receive(nursery: trio.Nurs
             with pytest.raises(TransportClosed) as info:
                 t.send_nowait(b"{}")
             assert str(info.value) == closed_message
+
+
+async def test_a_cancelled_block_still_sends_its_last_frames_and_the_close_handshake(
+    nursery: trio.Nursery,
+) -> None:
+    # The connection's I/O tasks outlive the cancellation of the block: the queued frame goes
+    # out, and the close handshake completes at once instead of waiting for close_timeout.
+    received: list[str | bytes] = []
+    codes: list[int | None] = []
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        try:
+            while True:
+                received.append(await connection.get_message())
+        except trio_websocket.ConnectionClosed as closed:
+            codes.append(closed.reason.code if closed.reason else None)
+
+    port = await serve_ws(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    with trio.fail_after(GUARD):
+        with trio.CancelScope() as scope:
+            async with ws_with_inbox(url, close_timeout=10) as (t, inbox):
+                t.send_nowait(b'{"last":1}', request_id=1)
+                scope.cancel()
+                started = trio.current_time()
+                await trio.sleep_forever()
+        assert trio.current_time() - started < 10  # not the close timeout
+        await trio.testing.wait_all_tasks_blocked()
+    assert received == ['{"last":1}']
+    assert codes == [1000]
+    [end] = await rest(inbox)
+    assert end_of(end)[2] == frozenset()
 
 
 async def test_aclose_is_bounded_when_the_server_never_answers_the_close(

@@ -536,26 +536,27 @@ class WebSocketTransport:
         try:
             while True:
                 try:
-                    item = await self._outbox.receive()
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    return
-                self._write_batches += 1
-                while True:
-                    if not await self._write_one(item):
-                        return
+                    item = self._outbox.receive_nowait()
+                except trio.WouldBlock:
+                    # The outbox is empty, so receive() parks, and takes the next frame when
+                    # this task resumes, with no checkpoint after: see _write_one.
                     try:
-                        item = self._outbox.receive_nowait()
-                    except trio.WouldBlock:
-                        break
+                        item = await self._outbox.receive()
                     except (trio.EndOfChannel, trio.ClosedResourceError):
                         return
+                    self._write_batches += 1
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return
+                if not await self._write_one(item):
+                    return
         finally:
             self._writer_done.set()
 
     async def _write_one(self, item: _Outgoing) -> bool:
         """Send one frame; ``False`` when the connection can take no more (the reader reports
-        why). The frame was taken from the outbox without a checkpoint since, so a connection
-        found closed means that nothing of it was written."""
+        why). There was no checkpoint since the frame left the outbox, so the end cannot have
+        been decided meanwhile, and a connection found closed now means that nothing of the
+        frame is written: its request goes into ``ConnectionEnded.unsent``."""
         text, request_id, size = item
         closed_before = self._connection.closed is not None
         try:

@@ -1,6 +1,6 @@
 """The WebSocket transport (``type: ws``): one JSON-RPC message per WebSocket text frame.
 
-``async with open_websocket_transport(WebSocketParameters(url="ws://host:port/mcp")) as t:``
+``async with open_websocket_transport(WebSocketParameters(url="ws://host:port/mcp"), sink) as t:``
 opens a TCP (or TLS, for ``wss://``) connection, performs the WebSocket handshake with the
 subprotocol ``mcp`` and the configured headers, and yields a :class:`WebSocketTransport`; leaving
 the block closes it with the WebSocket close handshake, bounded by ``close_timeout``.
@@ -9,6 +9,13 @@ WebSocket is not one of the transports of the MCP specification; this one follow
 deployed WebSocket MCP peers do (the TypeScript SDK's client transport): the subprotocol
 ``mcp``, and each message alone in one text frame, without a line terminator.
 
+The transport is an actor (see :mod:`trio_mcp.transports._base`): its reader task puts every
+message the peer sends into the sink (a channel bounded in bytes; the reader waits while it is
+full, and the peer is not read meanwhile), and its writer task sends what
+:meth:`~WebSocketTransport.send` and :meth:`~WebSocketTransport.send_nowait` put into its
+outbox, every frame ready at once, in order. Without a sink the transport makes an inbox of its
+own and :meth:`~WebSocketTransport.receive` reads it.
+
 Failures, all of them ours (:mod:`trio_mcp.protocol._errors`):
 
 - connecting: a refused or unreachable address, a TLS failure, a handshake the server rejects
@@ -16,22 +23,27 @@ Failures, all of them ours (:mod:`trio_mcp.protocol._errors`):
   something that is not a WebSocket handshake, or a connection closed during the handshake all
   raise :class:`ConnectError` naming the URL; no handshake within ``connect_timeout`` raises
   :class:`ConnectTimeout`;
-- receiving: :class:`TransportClosed` once the server closed the connection (the message says
-  the close code and reason) or the connection was lost without a close handshake (code 1006);
-  :class:`FrameTooLarge` once for a message over ``max_frame_bytes`` (the connection is given up
-  and closed with code 1009), then :class:`TransportClosed`;
+- the end of the connection is the last item put into the sink, a
+  :class:`~trio_mcp.transports._base.ConnectionEnded` whose error is a :class:`TransportClosed`
+  once the peer closed the connection (the message says the close code and reason), the
+  connection was lost without a close handshake (code 1006), or :meth:`~WebSocketTransport.aclose`
+  closed it; or a :class:`FrameTooLarge` for a message over ``max_frame_bytes`` (the connection
+  is given up, and closed with code 1009). A text frame that is not UTF-8 ends the connection
+  too (the WebSocket library fails it with code 1007, as RFC 6455 says); a binary frame is put
+  as it is, UTF-8 or not: a frame is bytes, and its user parses it (and refuses what is not
+  JSON). ``ConnectionEnded.unsent`` holds the ids of the requests that never left the outbox;
 - sending: :class:`LocalProtocolError` for a message that is not UTF-8 (text frames carry
-  UTF-8), :class:`TransportClosed` once the connection is closed or an earlier send was
-  cancelled half-way.
+  UTF-8), :class:`TransportClosed` once the transport was closed or the connection ended.
 
 The server side: :func:`accept_websocket_transport` accepts a handshake received by
-``trio_websocket.serve_websocket`` and wraps the connection in the same transport, so that a
+``trio_websocket.serve_websocket`` and runs the same transport over the connection, so that a
 WebSocket MCP server (in tests: ``FakeServer.serve_transport``) can serve it.
 
 Limits: HTTP proxies are not supported (the connection goes straight to the URL's host); the
 underlying library caps a message by its length in characters, and this transport caps it by
 its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes`` for a
-message of 4-byte characters.
+message of 4-byte characters. Each frame is written with its own write to the socket (the
+library offers no way to write several messages at once).
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, cast
+from typing import Any, Final, TypeAlias, cast
 
 import attrs
 import h11
@@ -62,7 +74,17 @@ from ..protocol._errors import (
     TransportClosed,
 )
 from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
-from ._base import TransportInfo
+from ..protocol._jsonrpc import RequestId
+from ._base import (
+    ConnectionEnded,
+    FrameSink,
+    Inbound,
+    InboxReader,
+    TransportInfo,
+    collapse_exception_group,
+    open_inbox,
+)
+from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
 
 __all__ = [
     "MCP_SUBPROTOCOL",
@@ -259,9 +281,12 @@ class WebSocketParameters:
 class WebSocketStatistics:
     """A snapshot of a :class:`WebSocketTransport`.
 
-    ``frames_sent`` / ``frames_received`` count messages, ``bytes_sent`` / ``bytes_received``
-    their UTF-8 payload bytes (the WebSocket framing not included). ``close_code`` and
-    ``close_reason`` say how the connection was closed, once it is (``None`` before).
+    ``frames_sent`` / ``frames_received`` count messages (written to the connection; read from
+    it, the one waiting for room in the sink included), ``bytes_sent`` / ``bytes_received`` their
+    payload bytes (the WebSocket framing not included). ``write_batches``: how many times the
+    writer woke up and wrote every frame that was ready; ``queued``: frames waiting in the
+    outbox. ``close_code`` and ``close_reason`` say how the connection was closed, once it is
+    (``None`` before).
     """
 
     subprotocol: str | None
@@ -269,9 +294,15 @@ class WebSocketStatistics:
     frames_received: int
     bytes_sent: int
     bytes_received: int
+    write_batches: int
+    queued: int
     closed: bool
     close_code: int | None
     close_reason: str | None
+
+
+#: What waits in the outbox: the message as text, the id of the request it holds, its size.
+_Outgoing: TypeAlias = tuple[str, RequestId | None, int]
 
 
 @attrs.define(eq=False)
@@ -280,33 +311,53 @@ class WebSocketTransport:
     :func:`open_websocket_transport` (client) or :func:`accept_websocket_transport` (server);
     see :class:`trio_mcp.transports.Transport` for the contract.
 
-    ``send`` may be called from several tasks at once (messages go out whole, one after the
-    other). ``receive`` returns messages in order; binary frames are accepted too (as UTF-8
-    JSON). Cancelling a ``receive`` loses nothing. Cancelling a ``send`` while its message was
-    being written may leave half a frame on the connection, so the transport then refuses
-    further sends (:class:`TransportClosed`); receiving still works.
+    Two tasks of its own run the connection: the reader puts every message the peer sends into
+    the sink, in order (binary frames too, as they are: a frame is bytes, its user parses it),
+    waiting while the sink is full (the peer is then not read); the writer takes every frame
+    ready in the outbox and sends each as one text frame, in order. The end of the connection
+    is the last item put: :class:`~trio_mcp.transports._base.ConnectionEnded`, then the sink is
+    closed.
     """
 
     _connection: trio_websocket.WebSocketConnection
     _info: TransportInfo
     #: Who is at the other end, for messages: "WebSocket server ws://..." or "... client ...".
     _peer: str
+    _sink: FrameSink
+    #: The transport's own inbox, when it was opened without a sink (read by :meth:`receive`).
+    _own_inbox: ByteChannel[Inbound] | None = None
     _max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     _close_timeout: float = 2.0
     #: The byte stream under the connection, closed last by :meth:`aclose` (client side).
     _stream: trio.abc.AsyncResource | None = None
-    _send_lock: trio.StrictFIFOLock = attrs.Factory(trio.StrictFIFOLock)
-    _close_done: trio.Event = attrs.Factory(trio.Event)
-    _closing: bool = False
-    _send_refused: str | None = None
-    _end_message: str | None = None
-    _frame_error: FrameTooLarge | None = None
-    _close_code: int = _CLOSE_NORMAL
-    _close_text: str | None = None
-    _frames_sent: int = 0
-    _frames_received: int = 0
-    _bytes_sent: int = 0
-    _bytes_received: int = 0
+    _outbox: ByteChannel[_Outgoing] = attrs.field(
+        factory=lambda: ByteChannel[_Outgoing](max_bytes=DEFAULT_MAILBOX_BYTES), init=False
+    )
+    _inbox_reader: InboxReader | None = attrs.field(default=None, init=False)
+    #: The reader and the writer run in this scope; :meth:`aclose` cancels it.
+    _tasks: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _started: bool = attrs.field(default=False, init=False)
+    _tasks_done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _writer_done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _close_done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _closing: bool = attrs.field(default=False, init=False)
+    #: The end of the connection, decided once (by the reader, or by :meth:`aclose`).
+    _ended: ConnectionEnded | None = attrs.field(default=None, init=False)
+    _sink_closed: bool = attrs.field(default=False, init=False)
+    #: Requests the writer took from the outbox but could not write at all.
+    _unwritten: list[RequestId] = attrs.field(factory=list, init=False)
+    _send_refused: str | None = attrs.field(default=None, init=False)
+    _close_code: int = attrs.field(default=_CLOSE_NORMAL, init=False)
+    _close_text: str | None = attrs.field(default=None, init=False)
+    _frames_sent: int = attrs.field(default=0, init=False)
+    _frames_received: int = attrs.field(default=0, init=False)
+    _bytes_sent: int = attrs.field(default=0, init=False)
+    _bytes_received: int = attrs.field(default=0, init=False)
+    _write_batches: int = attrs.field(default=0, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self._own_inbox is not None:
+            self._inbox_reader = InboxReader(self._own_inbox)
 
     # ------------------------------------------------------------------ public API
 
@@ -334,18 +385,198 @@ class WebSocketTransport:
             frames_received=self._frames_received,
             bytes_sent=self._bytes_sent,
             bytes_received=self._bytes_received,
+            write_batches=self._write_batches,
+            queued=len(self._outbox),
             closed=self._closing,
             close_code=None if reason is None else reason.code,
             close_reason=None if reason is None else reason.reason,
         )
 
-    async def send(self, frame: bytes) -> None:
-        """Send one message as one text frame.
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Put one message into the outbox now (the writer sends it as one text frame), or
+        raise ``trio.WouldBlock`` when the outbox is full. ``request_id``: the id of the
+        request it holds, if it is one (see ``ConnectionEnded.unsent``).
 
         Raises :class:`LocalProtocolError` if ``frame`` is not UTF-8, and
-        :class:`TransportClosed` if the transport was closed, the connection ended, or an
-        earlier send was cancelled half-way.
+        :class:`TransportClosed` once the transport was closed or the connection ended.
         """
+        item = self._outgoing(frame, request_id)
+        if (refusal := self._send_refusal()) is not None:
+            raise TransportClosed(refusal)
+        try:
+            self._outbox.send_nowait(item, item[2])
+        except trio.ClosedResourceError:
+            raise TransportClosed(self._refusal()) from None
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """:meth:`send_nowait`, waiting for room in the outbox. Raises like it (also when the
+        connection ends while waiting: the frame was not sent)."""
+        item = self._outgoing(frame, request_id)
+        if (refusal := self._send_refusal()) is not None:
+            await trio.lowlevel.checkpoint()
+            raise TransportClosed(refusal)
+        try:
+            await self._outbox.send(item, item[2])
+        except trio.ClosedResourceError:
+            raise TransportClosed(self._refusal()) from None
+
+    async def receive(self) -> bytes:
+        """For a transport opened without a sink: the next message, in order, as bytes.
+
+        Raises :class:`FrameTooLarge` if the peer sent a message over ``max_frame_bytes`` (the
+        connection is given up), and :class:`TransportClosed` when the connection ended (the
+        message says the close code and reason); both again on every later call. After
+        :meth:`aclose` (also for a call already waiting), :class:`TransportClosed` saying so.
+        Raises ``RuntimeError`` when the transport was opened with a sink.
+        """
+        if self._inbox_reader is None:
+            raise RuntimeError(f"the frames of {self._peer} go to the sink it was opened with")
+        if self._closing:
+            await trio.lowlevel.checkpoint()
+            raise TransportClosed(self._closed_message())
+        try:
+            return await self._inbox_reader.receive()
+        except McpError:
+            if self._closing:
+                raise TransportClosed(self._closed_message()) from None
+            raise
+
+    async def aclose(self) -> None:
+        """Close the connection: send what is already in the outbox, then the WebSocket close
+        handshake, waiting at most ``close_timeout`` for both together, then close the socket;
+        the sink gets the end (best effort: a full sink gets only its close). Idempotent (a
+        concurrent second call waits for the first), shielded from cancellation, and never
+        raises for a misbehaving peer. Frames still in the outbox when the time is up are
+        dropped, and reported in ``ConnectionEnded.unsent``."""
+        if self._closing:
+            await self._close_done.wait()
+            return
+        self._closing = True
+        try:
+            with trio.CancelScope(shield=True):
+                self._outbox.close()  # nothing more comes in; the writer sends what is there
+                with trio.move_on_after(self._close_timeout) as scope:
+                    if self._started:
+                        await self._writer_done.wait()
+                    await self._connection.aclose(self._close_code, self._close_text)
+                if scope.cancelled_caught:
+                    logger.info(
+                        "%s did not take our last messages and the close handshake within "
+                        "%g s; dropping the connection",
+                        self._peer,
+                        self._close_timeout,
+                    )
+                self._tasks.cancel()
+                with trio.CancelScope() as drop:
+                    # When the time ran out before the close handshake began: a close that
+                    # is cancelled at once closes the connection's stream without waiting.
+                    drop.cancel()
+                    await self._connection.aclose(self._close_code, self._close_text)
+                if self._stream is not None:
+                    try:
+                        await self._stream.aclose()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                        logger.debug("closing the socket to %s: %s", self._peer, exc)
+                if self._started:
+                    await self._tasks_done.wait()
+                    closed = self._closed_message()
+                    self._end(TransportClosed(closed), closed)
+                    self._finish()
+        finally:
+            self._close_done.set()
+
+    # ------------------------------------------------------------------ the tasks
+
+    def _start(self, nursery: trio.Nursery) -> None:
+        """Start the reader and the writer in ``nursery`` (they stop at :meth:`aclose`)."""
+        self._started = True
+        nursery.start_soon(self._run)
+
+    async def _run(self) -> None:
+        try:
+            with self._tasks:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._write)
+                    await self._read()
+        finally:
+            self._tasks_done.set()
+
+    async def _read(self) -> None:
+        """Put every message into the sink, in order, waiting for room; then the end, last."""
+        while True:
+            try:
+                message = await self._connection.get_message()
+            except trio_websocket.ConnectionClosed as exc:
+                self._end(*self._ending(exc))
+                break
+            frame = message.encode("utf-8") if isinstance(message, str) else bytes(message)
+            size = len(frame)
+            if size > self._max_frame_bytes:
+                self._end(*self._oversized(self._max_frame_bytes))
+                break
+            self._frames_received += 1
+            self._bytes_received += size
+            try:
+                await self._sink.send(frame, size)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                gone = f"nobody receives the messages of {self._peer} any more"
+                self._end(TransportClosed(gone), f"{gone}; the connection was given up")
+                break
+        assert self._ended is not None
+        try:
+            await self._sink.send(self._ended)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            logger.debug("the sink of %s was closed before the end was put", self._peer)
+        self._sink_closed = True
+        self._sink.close()
+
+    async def _write(self) -> None:
+        """Send every frame of the outbox, in order, each as one text frame: wake up for the
+        first, then take every frame ready without waiting again."""
+        try:
+            while True:
+                try:
+                    item = self._outbox.receive_nowait()
+                except trio.WouldBlock:
+                    # The outbox is empty, so receive() parks, and takes the next frame when
+                    # this task resumes, with no checkpoint after: see _write_one.
+                    try:
+                        item = await self._outbox.receive()
+                    except (trio.EndOfChannel, trio.ClosedResourceError):
+                        return
+                    self._write_batches += 1
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    return
+                if not await self._write_one(item):
+                    return
+        finally:
+            self._writer_done.set()
+
+    async def _write_one(self, item: _Outgoing) -> bool:
+        """Send one frame; ``False`` when the connection can take no more (the reader reports
+        why). There was no checkpoint since the frame left the outbox, so the end cannot have
+        been decided meanwhile, and a connection found closed now means that nothing of the
+        frame is written: its request goes into ``ConnectionEnded.unsent``."""
+        text, request_id, size = item
+        closed_before = self._connection.closed is not None
+        try:
+            await self._connection.send_message(text)
+        except (trio_websocket.ConnectionClosed, wsproto.utilities.LocalProtocolError) as exc:
+            # wsproto refuses a message before writing anything of it; the library raises
+            # ConnectionClosed before writing when the connection was already closed, and
+            # after a failed write otherwise (then part of the frame may be out).
+            never_written = closed_before or isinstance(exc, wsproto.utilities.LocalProtocolError)
+            if never_written and request_id is not None:
+                self._unwritten.append(request_id)
+            logger.debug("sending to %s stopped: %r", self._peer, exc)
+            return False
+        self._frames_sent += 1
+        self._bytes_sent += size
+        return True
+
+    # ------------------------------------------------------------------ internals
+
+    def _outgoing(self, frame: bytes, request_id: RequestId | None) -> _Outgoing:
         data = bytes(frame)
         try:
             text = data.decode("utf-8")
@@ -354,123 +585,60 @@ class WebSocketTransport:
                 f"cannot send a message to {self._peer} that is not UTF-8 (invalid byte at "
                 f"offset {exc.start}): WebSocket text frames carry UTF-8 JSON"
             ) from None
-        if (refusal := self._send_refusal()) is not None:
-            await trio.lowlevel.checkpoint()
-            raise TransportClosed(refusal)
-        async with self._send_lock:
-            if (refusal := self._send_refusal()) is not None:
-                raise TransportClosed(refusal)
-            written = False
-            try:
-                await self._connection.send_message(text)
-                written = True
-            except trio_websocket.ConnectionClosed as exc:
-                message = self._closed_message() if self._closing else self._describe(exc.reason)
-                if self._send_refused is None:
-                    self._send_refused = message
-                raise TransportClosed(message) from None
-            finally:
-                if not written and not self._closing and self._send_refused is None:
-                    # Cancelled while the frame was being written: half of it may be out.
-                    self._send_refused = (
-                        f"{self._peer} cannot take more messages: an earlier send was "
-                        "cancelled while its message was being written, so the connection "
-                        "may hold half a frame; reconnect"
-                    )
-            self._frames_sent += 1
-            self._bytes_sent += len(data)
-
-    async def receive(self) -> bytes:
-        """Return the next message, in order, as UTF-8 bytes.
-
-        Raises :class:`FrameTooLarge` once if the peer sent a message over
-        ``max_frame_bytes`` (the connection is given up), and :class:`TransportClosed` when
-        the connection ended (the message says the close code and reason), after that, or
-        after :meth:`aclose`.
-        """
-        if self._closing:
-            await trio.lowlevel.checkpoint()
-            raise TransportClosed(self._closed_message())
-        if self._end_message is not None:
-            await trio.lowlevel.checkpoint()
-            raise self._end_error()
-        ended: trio_websocket.ConnectionClosed | None = None
-        try:
-            message = await self._connection.get_message()
-        except trio_websocket.ConnectionClosed as exc:
-            ended = exc
-        if ended is not None:
-            if self._closing:
-                raise TransportClosed(self._closed_message())
-            self._on_end(ended)
-            raise self._end_error()
-        frame = message.encode("utf-8") if isinstance(message, str) else bytes(message)
-        if len(frame) > self._max_frame_bytes:
-            self._refuse_oversized(self._max_frame_bytes)
-            raise self._end_error()
-        self._frames_received += 1
-        self._bytes_received += len(frame)
-        return frame
-
-    async def aclose(self) -> None:
-        """Close the connection with the WebSocket close handshake, waiting at most
-        ``close_timeout`` for the peer's answer, then close the socket. Idempotent (a
-        concurrent second call waits for the first), shielded from cancellation, and never
-        raises for a misbehaving peer."""
-        if self._closing:
-            await self._close_done.wait()
-            return
-        self._closing = True
-        try:
-            with trio.CancelScope(shield=True):
-                with trio.move_on_after(self._close_timeout) as scope:
-                    await self._connection.aclose(self._close_code, self._close_text)
-                if scope.cancelled_caught:
-                    logger.info(
-                        "%s did not answer the close handshake within %g s; dropping the "
-                        "connection",
-                        self._peer,
-                        self._close_timeout,
-                    )
-                if self._stream is not None:
-                    try:
-                        await self._stream.aclose()
-                    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                        logger.debug("closing the socket to %s: %s", self._peer, exc)
-        finally:
-            self._close_done.set()
-
-    # ------------------------------------------------------------------ internals
+        return text, request_id, len(data)
 
     def _send_refusal(self) -> str | None:
         if self._closing:
             return self._closed_message()
         return self._send_refused
 
+    def _refusal(self) -> str:
+        return self._send_refusal() or f"the connection to {self._peer} ended"
+
     def _closed_message(self) -> str:
         return f"the transport to {self._peer} was closed on this side; open a new one"
 
-    def _end_error(self) -> McpError:
-        if self._frame_error is not None:
-            error, self._frame_error = self._frame_error, None
-            return error
-        return TransportClosed(self._end_message or f"the connection to {self._peer} ended")
+    def _end(self, error: McpError, refusal: str) -> None:
+        """Decide the end of the connection, once: why, and which requests never left (those
+        still in the outbox, which takes no more). Synchronous."""
+        if self._ended is not None:
+            return
+        if self._send_refused is None:
+            self._send_refused = refusal
+        self._outbox.close()
+        unsent = {request_id for _, request_id, _ in self._outbox.drain() if request_id is not None}
+        unsent.update(self._unwritten)
+        self._ended = ConnectionEnded(error=error, unsent=frozenset(unsent))
 
-    def _on_end(self, closed: trio_websocket.ConnectionClosed) -> None:
-        """Record why the connection ended (the peer closed it, it was lost, or a message
-        passed the size limit of the underlying connection)."""
+    def _finish(self) -> None:
+        """Put the end into the sink if the reader could not (best effort: a full sink gets
+        only its close), and close the sink."""
+        if self._sink_closed:
+            return
+        self._sink_closed = True
+        assert self._ended is not None
+        try:
+            self._sink.send_nowait(self._ended)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            logger.debug("the sink of %s is full or closed: it gets only its close", self._peer)
+        self._sink.close()
+
+    def _ending(self, closed: trio_websocket.ConnectionClosed) -> tuple[McpError, str]:
+        """Why the connection ended (we closed it, the peer closed it, it was lost, or a
+        message passed the size limit of the underlying connection), and what a send is told."""
+        if self._closing:
+            message = self._closed_message()
+            return TransportClosed(message), message
         reason = closed.reason
         # trio-websocket closes its own receive side (ClosedResourceError) when a message
         # passes its limit; a close by the peer ends it from the sending side (EndOfChannel).
         local = isinstance(closed.__context__, trio.ClosedResourceError)
         if reason is not None and reason.code == _CLOSE_TOO_BIG and local:
             match = _TOO_BIG_REASON.fullmatch(reason.reason or "")
-            self._refuse_oversized(int(match.group(1)) if match else self._max_frame_bytes)
-            return
-        self._end_message = self._describe(reason)
-        if self._send_refused is None:
-            self._send_refused = self._end_message
-        logger.info("%s", self._end_message)
+            return self._oversized(int(match.group(1)) if match else self._max_frame_bytes)
+        message = self._describe(reason)
+        logger.info("%s", message)
+        return TransportClosed(message), message
 
     def _describe(self, reason: trio_websocket.CloseReason | None) -> str:
         if reason is None:
@@ -490,22 +658,48 @@ class WebSocketTransport:
             return f"{self._peer} closed the connection (code 1000, normal closure{said})"
         return f"{self._peer} closed the connection with code {reason.code} ({reason.name}{said})"
 
-    def _refuse_oversized(self, limit: int) -> None:
+    def _oversized(self, limit: int) -> tuple[FrameTooLarge, str]:
         logger.warning("%s sent a message over %d bytes; closing the connection", self._peer, limit)
-        self._frame_error = FrameTooLarge(
+        self._close_code = _CLOSE_TOO_BIG
+        self._close_text = f"message over {limit} bytes"
+        error = FrameTooLarge(
             f"{self._peer} sent a message (one WebSocket message) larger than {limit} bytes, so "
             "the connection was closed. If the server legitimately sends bigger messages, raise "
             f"max_frame_bytes (now {limit}) in its config",
             limit=limit,
         )
-        self._end_message = (
+        refusal = (
             f"the connection to {self._peer} was given up after it sent a message over "
             f"{limit} bytes (max_frame_bytes); reconnect, or raise the limit"
         )
-        if self._send_refused is None:
-            self._send_refused = self._end_message
-        self._close_code = _CLOSE_TOO_BIG
-        self._close_text = f"message over {limit} bytes"
+        return error, refusal
+
+
+def _new_transport(
+    connection: trio_websocket.WebSocketConnection,
+    info: TransportInfo,
+    peer: str,
+    sink: FrameSink | None,
+    *,
+    max_frame_bytes: int,
+    close_timeout: float,
+    stream: trio.abc.AsyncResource | None = None,
+) -> WebSocketTransport:
+    """A transport over ``connection`` whose frames go to ``sink``, or to an inbox of its own."""
+    own_inbox: ByteChannel[Inbound] | None = None
+    if sink is None:
+        own_inbox = open_inbox()
+        sink = own_inbox
+    return WebSocketTransport(
+        connection,
+        info,
+        peer,
+        sink,
+        own_inbox,
+        max_frame_bytes=max_frame_bytes,
+        close_timeout=close_timeout,
+        stream=stream,
+    )
 
 
 # --------------------------------------------------------------------------- client side
@@ -683,12 +877,33 @@ def _single_failure(group: BaseExceptionGroup[Any]) -> BaseException | None:
     return failures[0] if len(failures) == 1 else None
 
 
+async def _io_nursery(
+    *,
+    task_status: trio.TaskStatus[tuple[trio.Nursery, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """A nursery for a connection's I/O tasks (the library's reader, the transport's reader and
+    writer) that a cancellation of the block around the transport does not reach: the close
+    handshake and the last frames still go out when the block is cancelled. Its tasks end
+    when the connection ends, or when the returned scope is cancelled (after
+    :meth:`WebSocketTransport.aclose`, which is bounded)."""
+    with collapse_exception_group(), trio.CancelScope(shield=True) as scope:
+        async with trio.open_nursery() as nursery:
+            task_status.started((nursery, scope))
+            await trio.sleep_forever()
+
+
 @asynccontextmanager
 async def open_websocket_transport(
-    params: WebSocketParameters,
+    params: WebSocketParameters, sink: FrameSink | None = None
 ) -> AsyncIterator[WebSocketTransport]:
     """Connect to the WebSocket MCP server described by ``params`` and yield its
-    :class:`WebSocketTransport`.
+    :class:`WebSocketTransport`, whose reader and writer run until the block is left.
+
+    Every message the server sends goes into ``sink`` (waiting for room: backpressure), and last
+    of all the :class:`~trio_mcp.transports._base.ConnectionEnded`, after which the sink is
+    closed. Without a sink the transport makes an inbox of its own, read with
+    :meth:`WebSocketTransport.receive`. Nothing is put into the sink when the connection cannot
+    be opened.
 
     Raises :class:`ConnectError` naming the URL when the connection is refused or fails, the
     server rejects the handshake, answers something that is not a WebSocket handshake, or does
@@ -701,29 +916,34 @@ async def open_websocket_transport(
     connected = False
     try:
         async with trio.open_nursery() as nursery:
-            connection, stream = await _handshake(nursery, params)
-            transport = WebSocketTransport(
-                connection,
-                TransportInfo(kind="ws", detail=target.display),
-                f"WebSocket server {target.display}",
-                max_frame_bytes=params.max_frame_bytes,
-                close_timeout=params.close_timeout,
-                stream=stream,
-            )
+            io, io_scope = await nursery.start(_io_nursery)
             try:
-                if connection.subprotocol != MCP_SUBPROTOCOL:
-                    raise ConnectError(
-                        f"WebSocket server {target.display} accepted the connection without the "
-                        f"subprotocol {MCP_SUBPROTOCOL!r} (it answered "
-                        f"{connection.subprotocol!r}), so it does not speak MCP there; check "
-                        "the URL's path"
-                    )
-                logger.debug("connected to %s", target.display)
-                connected = True
-                yield transport
+                connection, stream = await _handshake(io, params)
+                transport = _new_transport(
+                    connection,
+                    TransportInfo(kind="ws", detail=target.display),
+                    f"WebSocket server {target.display}",
+                    sink,
+                    max_frame_bytes=params.max_frame_bytes,
+                    close_timeout=params.close_timeout,
+                    stream=stream,
+                )
+                try:
+                    if connection.subprotocol != MCP_SUBPROTOCOL:
+                        raise ConnectError(
+                            f"WebSocket server {target.display} accepted the connection without "
+                            f"the subprotocol {MCP_SUBPROTOCOL!r} (it answered "
+                            f"{connection.subprotocol!r}), so it does not speak MCP there; "
+                            "check the URL's path"
+                        )
+                    logger.debug("connected to %s", target.display)
+                    connected = True
+                    transport._start(io)
+                    yield transport
+                finally:
+                    await transport.aclose()
             finally:
-                await transport.aclose()
-                nursery.cancel_scope.cancel()
+                io_scope.cancel()
     except BaseExceptionGroup as group:
         failure = _single_failure(group)
         if failure is None:
@@ -750,18 +970,23 @@ def _endpoint(value: trio_websocket.Endpoint | str) -> str:
     return value
 
 
+@asynccontextmanager
 async def accept_websocket_transport(
     request: trio_websocket.WebSocketRequest,
+    sink: FrameSink | None = None,
     *,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     close_timeout: float = 2.0,
-) -> WebSocketTransport:
-    """Server side: accept a client's WebSocket handshake for MCP and wrap the connection.
+) -> AsyncIterator[WebSocketTransport]:
+    """Server side: accept a client's WebSocket handshake for MCP and yield the connection as
+    a :class:`WebSocketTransport`, whose reader and writer run until the block is left.
 
-    For a handler of ``trio_websocket.serve_websocket``: the connection is accepted with the
-    subprotocol ``mcp`` and returned as a :class:`WebSocketTransport` (serve it with, say,
-    ``FakeServer.serve_transport``). Give ``serve_websocket`` a ``max_message_size`` of at
-    least ``max_frame_bytes``. The transport is the caller's to close.
+    For a handler of ``trio_websocket.serve_websocket``: ``async with
+    accept_websocket_transport(request) as transport:`` accepts the connection with the
+    subprotocol ``mcp`` (serve it with, say, ``FakeServer.serve_transport``). ``sink`` works as
+    for :func:`open_websocket_transport`. Give ``serve_websocket`` a ``max_message_size`` of at
+    least ``max_frame_bytes``. Leaving the block runs :meth:`WebSocketTransport.aclose`; an
+    exception raised in the block comes out as itself.
 
     Raises :class:`ConnectError` after rejecting the handshake with HTTP 400 when the client
     did not propose the subprotocol ``mcp``, and :class:`ValueError` for a ``max_frame_bytes``
@@ -786,10 +1011,20 @@ async def accept_websocket_transport(
             f"subprotocol {MCP_SUBPROTOCOL!r} (proposed: {proposed})"
         )
     connection = await request.accept(subprotocol=MCP_SUBPROTOCOL)
-    return WebSocketTransport(
+    transport = _new_transport(
         connection,
         TransportInfo(kind="ws", detail=f"client {client} on {request.path}"),
         f"WebSocket client {client}",
+        sink,
         max_frame_bytes=max_frame_bytes,
         close_timeout=close_timeout,
     )
+    with collapse_exception_group():
+        async with trio.open_nursery() as nursery:
+            io, io_scope = await nursery.start(_io_nursery)
+            try:
+                transport._start(io)
+                yield transport
+            finally:
+                await transport.aclose()
+                io_scope.cancel()

@@ -3,7 +3,12 @@
 No SDK ships a WebSocket MCP server, so the tests build one: a trio-websocket server whose
 handler accepts the subprotocol ``mcp`` with :func:`accept_websocket_transport` and serves the
 connection with ``FakeServer.serve_transport``. Raw TCP servers stand in for peers that break
-the handshake, and a TCP proxy that can be cut stands in for a network failure.
+the handshake or the framing, or that never read, and a TCP proxy that can be cut stands in for
+a network failure.
+
+Most tests open the transport with an inbox of their own and assert the exact items put into
+it: the frames in order, then ``ConnectionEnded`` (its error and the requests never sent), then
+the end of the channel.
 
 Real sockets need the real clock: every test runs under a ``trio.fail_after`` guard, and the
 few timing assertions are lower bounds with generous upper bounds.
@@ -14,8 +19,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import socket
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -37,11 +44,20 @@ from trio_mcp.protocol import (
     ConnectTimeout,
     FrameTooLarge,
     LocalProtocolError,
+    McpError,
     McpTransportConfigError,
     ServerDisconnected,
     TransportClosed,
 )
-from trio_mcp.transports._base import Transport, TransportInfo
+from trio_mcp.protocol._jsonrpc import RequestId
+from trio_mcp.transports._base import (
+    ConnectionEnded,
+    Inbound,
+    Transport,
+    TransportInfo,
+    open_inbox,
+)
+from trio_mcp.transports._channel import ByteChannel
 from trio_mcp.transports._websocket import (
     MCP_SUBPROTOCOL,
     WebSocketParameters,
@@ -55,6 +71,7 @@ GUARD = 15
 
 Handler = Callable[[trio_websocket.WebSocketRequest], Awaitable[None]]
 StreamHandler = Callable[[trio.SocketStream], Awaitable[None]]
+Inbox = ByteChannel[Inbound]
 
 
 # --------------------------------------------------------------------------- servers
@@ -69,11 +86,19 @@ async def serve_ws(nursery: trio.Nursery, handler: Handler, **options: Any) -> i
     return server.port
 
 
-async def serve_tcp(nursery: trio.Nursery, handler: StreamHandler) -> int:
-    """Run a raw TCP server on 127.0.0.1 in ``nursery``; return its port."""
-    listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
-    port = listeners[0].socket.getsockname()[1]
+async def serve_tcp(
+    nursery: trio.Nursery, handler: StreamHandler, *, receive_buffer: int | None = None
+) -> int:
+    """Run a raw TCP server on 127.0.0.1 in ``nursery``; return its port. ``receive_buffer``:
+    the kernel's receive buffer of each connection (a small one fills up at once)."""
+    sock = trio.socket.socket()
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    await sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
     assert isinstance(port, int)
+    await nursery.start(trio.serve_listeners, handler, [trio.SocketListener(sock)])
     return port
 
 
@@ -113,9 +138,11 @@ class WsMcpServer:
 
     async def _handle(self, request: trio_websocket.WebSocketRequest) -> None:
         self.handshakes.append(Handshake.of(request))
-        transport = await accept_websocket_transport(request, max_frame_bytes=self.max_frame_bytes)
-        self.transports.append(transport)
-        await self.fake.serve_transport(transport)
+        async with accept_websocket_transport(
+            request, max_frame_bytes=self.max_frame_bytes
+        ) as transport:
+            self.transports.append(transport)
+            await self.fake.serve_transport(transport)
 
 
 @attrs.define(eq=False)
@@ -170,8 +197,68 @@ def accept_token(key: str) -> str:
     return base64.b64encode(digest).decode()
 
 
+async def accept_raw(stream: trio.SocketStream, subprotocol: str = "mcp") -> None:
+    """Read a client's opening handshake from a raw stream and accept it with ``subprotocol``."""
+    headers = await read_request(stream)
+    token = accept_token(headers["sec-websocket-key"])
+    await stream.send_all(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + token.encode() + b"\r\n"
+        b"Sec-WebSocket-Protocol: " + subprotocol.encode() + b"\r\n\r\n"
+    )
+
+
+def raw_frame(opcode: int, payload: bytes) -> bytes:
+    """One unmasked, final WebSocket frame as a server writes it (payload under 126 bytes)."""
+    assert len(payload) < 126
+    return bytes([0x80 | opcode, len(payload)]) + payload
+
+
+async def until_closed(connection: trio_websocket.WebSocketConnection) -> None:
+    """Read (and drop) what a client sends until it closes the connection."""
+    try:
+        while True:
+            await connection.get_message()
+    except trio_websocket.ConnectionClosed:
+        return
+
+
 def params(url: str, **options: Any) -> WebSocketParameters:
     return WebSocketParameters(url=url, **options)
+
+
+# --------------------------------------------------------------------------- inbox
+
+
+async def take(inbox: Inbox, count: int) -> list[Inbound]:
+    """The next ``count`` items of ``inbox``, waiting for each."""
+    return [await inbox.receive() for _ in range(count)]
+
+
+async def rest(inbox: Inbox) -> list[Inbound]:
+    """Every item left in ``inbox``, up to the end of the channel (which must come)."""
+    items: list[Inbound] = []
+    while True:
+        try:
+            items.append(await inbox.receive())
+        except trio.EndOfChannel:
+            return items
+
+
+def end_of(item: Inbound) -> tuple[type[McpError], str, frozenset[RequestId]]:
+    """A ``ConnectionEnded`` as (error type, error message, unsent ids), to compare exactly."""
+    assert isinstance(item, ConnectionEnded), item
+    return type(item.error), str(item.error), item.unsent
+
+
+@asynccontextmanager
+async def ws_with_inbox(
+    url: str, *, max_bytes: int = 1 << 20, **options: Any
+) -> AsyncIterator[tuple[WebSocketTransport, Inbox]]:
+    """A client transport whose frames go into an inbox of the test's."""
+    inbox = open_inbox(max_bytes)
+    async with open_websocket_transport(params(url, **options), inbox) as t:
+        yield t, inbox
 
 
 # --------------------------------------------------------------------------- parameters
@@ -264,36 +351,44 @@ async def echo_handler(
     """Accept MCP, then send back every message received."""
     if seen is not None:
         seen.append(Handshake.of(request))
-    transport = await accept_websocket_transport(request)
-    try:
-        while True:
-            await transport.send(await transport.receive())
-    except (TransportClosed, FrameTooLarge):
-        return
-    finally:
-        await transport.aclose()
+    async with accept_websocket_transport(request) as transport:
+        try:
+            while True:
+                await transport.send(await transport.receive())
+        except (TransportClosed, FrameTooLarge):
+            return
 
 
 async def test_messages_go_both_ways_one_per_text_frame(nursery: trio.Nursery) -> None:
     seen: list[Handshake] = []
     port = await serve_ws(nursery, partial(echo_handler, seen=seen))
     url = f"ws://127.0.0.1:{port}/mcp?session=s3cret"
+    display = f"ws://127.0.0.1:{port}/mcp?..."
     headers = {"Authorization": "Bearer t0ken", "X-Trace": "é"}
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(url, headers=headers)) as t:
+        async with ws_with_inbox(url, headers=headers) as (t, inbox):
             assert isinstance(t, Transport)
-            assert t.info == TransportInfo(kind="ws", detail=f"ws://127.0.0.1:{port}/mcp?...")
+            assert t.info == TransportInfo(kind="ws", detail=display)
             assert t.subprotocol == MCP_SUBPROTOCOL
-            await t.send(b'{"jsonrpc":"2.0","method":"a"}')
-            await t.send('{"text":"héllo"}'.encode())
-            assert await t.receive() == b'{"jsonrpc":"2.0","method":"a"}'
-            assert await t.receive() == '{"text":"héllo"}'.encode()
+            t.send_nowait(b'{"jsonrpc":"2.0","method":"a"}')
+            await t.send('{"text":"héllo"}'.encode(), request_id=1)
+            assert await take(inbox, 2) == [
+                b'{"jsonrpc":"2.0","method":"a"}',
+                '{"text":"héllo"}'.encode(),
+            ]
             stats = t.statistics()
             assert (stats.frames_sent, stats.frames_received) == (2, 2)
             assert stats.bytes_sent == stats.bytes_received == 30 + 17
-            assert (stats.closed, stats.close_code) == (False, None)
+            assert (stats.closed, stats.close_code, stats.queued) == (False, None, 0)
         assert t.statistics().closed is True
         assert t.statistics().close_code == 1000
+    assert [end_of(item) for item in await rest(inbox)] == [
+        (
+            TransportClosed,
+            f"the transport to WebSocket server {display} was closed on this side; open a new one",
+            frozenset(),
+        )
+    ]
     [handshake] = seen
     assert handshake.path == "/mcp?session=s3cret"
     assert handshake.subprotocols == ("mcp",)
@@ -301,51 +396,381 @@ async def test_messages_go_both_ways_one_per_text_frame(nursery: trio.Nursery) -
     assert handshake.headers["x-trace"] == "é"
 
 
+async def test_receive_reads_the_transports_own_inbox(nursery: trio.Nursery) -> None:
+    port = await serve_ws(nursery, echo_handler)
+    with trio.fail_after(GUARD):
+        async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")) as t:
+            await t.send(b'{"n":1}')
+            await t.send(b'{"n":2}')
+            assert await t.receive() == b'{"n":1}'
+            assert await t.receive() == b'{"n":2}'
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (with_sink, _):
+            with pytest.raises(RuntimeError, match="go to the sink it was opened with"):
+                await with_sink.receive()
+
+
 async def test_concurrent_sends_arrive_whole(nursery: trio.Nursery) -> None:
     port = await serve_ws(nursery, echo_handler)
     frames = {b'{"n":%d,"pad":"%s"}' % (i, b"x" * (i * 997)) for i in range(40)}
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")) as t:
-            received: set[bytes] = set()
-
-            async def receive_all() -> None:
-                for _ in frames:
-                    received.add(await t.receive())
-
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
             async with trio.open_nursery() as tasks:
-                tasks.start_soon(receive_all)
                 for frame in frames:
                     tasks.start_soon(t.send, frame)
-    assert received == frames
+            received = await take(inbox, len(frames))
+    assert set(received) == frames
+    assert len(received) == len(frames)
     assert t.statistics().frames_sent == 40
 
 
-async def test_binary_frames_are_accepted_as_utf8_json(nursery: trio.Nursery) -> None:
+async def test_the_writer_sends_every_ready_frame_in_one_go_in_order(
+    nursery: trio.Nursery,
+) -> None:
+    port = await serve_ws(nursery, echo_handler)
+    frames = [b'{"n":%d}' % i for i in range(200)]
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
+            await trio.testing.wait_all_tasks_blocked()  # the writer waits for frames
+            for number, frame in enumerate(frames):
+                t.send_nowait(frame, request_id=number)  # no checkpoint in between
+            assert t.statistics().queued == 200
+            assert await take(inbox, 200) == frames
+            stats = t.statistics()
+            assert (stats.write_batches, stats.frames_sent, stats.queued) == (1, 200, 0)
+            t.send_nowait(b'{"n":"after"}')
+            assert await take(inbox, 1) == [b'{"n":"after"}']
+            assert t.statistics().write_batches == 2
+
+
+async def test_the_outbox_is_bounded_in_bytes(nursery: trio.Nursery) -> None:
+    port = await serve_ws(nursery, echo_handler)
+    big = b'"' + b"x" * (100 * 1024) + b'"'
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
+            await trio.testing.wait_all_tasks_blocked()
+            t.send_nowait(big, request_id=1)
+            t.send_nowait(big, request_id=2)
+            with pytest.raises(trio.WouldBlock):
+                t.send_nowait(big, request_id=3)  # 256 KiB: no room for a third
+            assert t.statistics().queued == 2
+            await t.send(big, request_id=3)  # waits for the writer to make room
+            assert await take(inbox, 3) == [big, big, big]
+
+
+async def test_binary_frames_are_put_as_they_are(nursery: trio.Nursery) -> None:
+    # A frame is bytes: a binary one goes up unchanged, UTF-8 or not, and the connection goes
+    # on; its user parses it (and refuses what is not JSON).
     async def handler(request: trio_websocket.WebSocketRequest) -> None:
         connection = await request.accept(subprotocol="mcp")
         await connection.send_message('{"b":"ü"}'.encode())
-        await connection.get_message()
+        await connection.send_message(b'{"b":"\xff"}')
+        await connection.send_message('{"after":1}')
+        await until_closed(connection)
 
     port = await serve_ws(nursery, handler)
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")) as t:
-            assert await t.receive() == '{"b":"ü"}'.encode()
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
+            assert await take(inbox, 3) == ['{"b":"ü"}'.encode(), b'{"b":"\xff"}', b'{"after":1}']
+            assert t.statistics().frames_received == 3
+
+
+async def test_a_text_frame_that_is_not_utf8_ends_the_connection(nursery: trio.Nursery) -> None:
+    # RFC 6455 says to fail the connection (code 1007); the frames before it still go up.
+    async def handler(stream: trio.SocketStream) -> None:
+        await accept_raw(stream)
+        await stream.send_all(
+            raw_frame(0x1, b'{"n":1}') + raw_frame(0x1, b'{"x":"\xff"}') + raw_frame(0x1, b"{}")
+        )
+        while await stream.receive_some(4096):
+            pass
+
+    port = await serve_tcp(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    message = (
+        f"WebSocket server {url} closed the connection with code 1007 "
+        "(INVALID_FRAME_PAYLOAD_DATA: 'utf-8' codec can't decode byte 0xff in position 6: "
+        "invalid start byte)"
+    )
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url) as (t, inbox):
+            [frame, end] = await take(inbox, 2)
+            assert frame == b'{"n":1}'
+            assert end_of(end) == (TransportClosed, message, frozenset())
+            assert await rest(inbox) == []
+            with pytest.raises(TransportClosed, match=re.escape(message)):
+                t.send_nowait(b"{}")
 
 
 async def test_a_message_that_is_not_utf8_is_refused_and_the_transport_stays_usable(
     nursery: trio.Nursery,
 ) -> None:
     port = await serve_ws(nursery, echo_handler)
+    message = (
+        f"cannot send a message to WebSocket server ws://127.0.0.1:{port}/ that is not "
+        "UTF-8 (invalid byte at offset 6): WebSocket text frames carry UTF-8 JSON"
+    )
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")) as t:
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
             with pytest.raises(LocalProtocolError) as info:
                 await t.send(b'{"x":"\xff"}')
-            assert str(info.value) == (
-                f"cannot send a message to WebSocket server ws://127.0.0.1:{port}/ that is not "
-                "UTF-8 (invalid byte at offset 6): WebSocket text frames carry UTF-8 JSON"
-            )
+            assert str(info.value) == message
+            with pytest.raises(LocalProtocolError) as info:
+                t.send_nowait(b'{"x":"\xff"}', request_id=1)
+            assert str(info.value) == message
             await t.send(b"{}")
-            assert await t.receive() == b"{}"
+            assert await take(inbox, 1) == [b"{}"]
+
+
+# --------------------------------------------------------------------------- backpressure
+
+
+async def test_a_full_inbox_stops_the_reader_and_loses_nothing(nursery: trio.Nursery) -> None:
+    frames = [b'{"n":%02d,"pad":"%s"}' % (i, b"x" * 1007) for i in range(50)]
+    assert {len(frame) for frame in frames} == {1024}
+    sent = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        for frame in frames:
+            await connection.send_message(frame.decode())
+        sent.set()
+        await until_closed(connection)
+
+    port = await serve_ws(nursery, handler)
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/", max_bytes=4096) as (t, inbox):
+            await sent.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            held = inbox.statistics()
+            # Four frames fill the inbox; the reader waits with the fifth (and the library
+            # holds the sixth: it reads the socket no further).
+            assert (held.items, held.bytes, held.senders_waiting) == (4, 4096, 1)
+            assert t.statistics().frames_received == 5
+            await trio.testing.wait_all_tasks_blocked()
+            assert t.statistics().frames_received == 5
+            assert await take(inbox, 50) == frames
+            assert t.statistics().frames_received == 50
+
+
+async def test_the_end_waits_behind_the_frames_of_a_full_inbox(nursery: trio.Nursery) -> None:
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        for n in range(10):
+            await connection.send_message(f'{{"n":{n}}}')
+        await connection.aclose(4000, "bye")
+
+    port = await serve_ws(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url, max_bytes=16) as (_, inbox):
+            await trio.testing.wait_all_tasks_blocked()
+            assert inbox.statistics().items == 2  # 8 + 8 bytes; the reader waits
+            items = await rest(inbox)
+    assert items[:10] == [b'{"n":%d}' % n for n in range(10)]
+    assert [end_of(item) for item in items[10:]] == [
+        (
+            TransportClosed,
+            f"WebSocket server {url} closed the connection with code 4000 (PRIVATE_RESERVED: bye)",
+            frozenset(),
+        )
+    ]
+
+
+async def test_the_end_is_put_even_when_nobody_reads_any_more(nursery: trio.Nursery) -> None:
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        await connection.send_message("{}")
+        await until_closed(connection)
+
+    port = await serve_ws(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url) as (t, inbox):
+            inbox.close_receiver()
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(TransportClosed) as info:
+                await t.send(b"{}")
+    assert str(info.value) == (
+        f"nobody receives the messages of WebSocket server {url} any more; the connection was "
+        "given up"
+    )
+
+
+# --------------------------------------------------------------------------- unsent requests
+
+
+@attrs.define(eq=False)
+class Sink:
+    """A raw WebSocket server that accepts the handshake, then never reads: a client's big
+    message fills the (small) socket buffers and its writer stays stuck in the middle of it.
+    :meth:`cut` closes the connection without a close handshake."""
+
+    cut_now: trio.Event = attrs.Factory(trio.Event)
+    port: int = 0
+
+    async def start(self, nursery: trio.Nursery) -> Sink:
+        self.port = await serve_tcp(nursery, self._handle, receive_buffer=4096)
+        return self
+
+    def cut(self) -> None:
+        self.cut_now.set()
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        async with stream:
+            await accept_raw(stream)
+            await self.cut_now.wait()
+
+
+#: Larger than what the client's socket and the sink's can hold together.
+STUCK = b'"' + b"x" * (8 << 20) + b'"'
+
+
+async def stuck_writer(t: WebSocketTransport) -> None:
+    """Get ``t``'s writer stuck in the middle of request 0, then queue requests 1 and 2 and a
+    notification behind it."""
+    t.send_nowait(STUCK, request_id=0)
+    await trio.testing.wait_all_tasks_blocked()
+    t.send_nowait(b'{"id":1}', request_id=1)
+    t.send_nowait(b'{"note":1}')
+    await t.send(b'{"id":"two"}', request_id="two")
+    assert (t.statistics().frames_sent, t.statistics().queued) == (0, 3)
+
+
+async def test_a_lost_connection_reports_the_requests_that_never_left(
+    nursery: trio.Nursery,
+) -> None:
+    sink = await Sink().start(nursery)
+    url = f"ws://127.0.0.1:{sink.port}/"
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url) as (t, inbox):
+            await stuck_writer(t)
+            sink.cut()
+            # Request 0 may have been written in part: its outcome is unknown, so it is not
+            # in unsent; 1 and "two" never left.
+            assert [end_of(item) for item in await rest(inbox)] == [
+                (
+                    TransportClosed,
+                    f"the connection to WebSocket server {url} was lost without a WebSocket "
+                    "close handshake (code 1006): the peer went away or the network failed",
+                    frozenset({1, "two"}),
+                )
+            ]
+            assert t.statistics().queued == 0
+            with pytest.raises(TransportClosed, match="code 1006"):
+                await t.send(b'{"id":3}', request_id=3)
+
+
+async def test_aclose_reports_the_requests_it_could_not_send_in_time(
+    nursery: trio.Nursery,
+) -> None:
+    sink = await Sink().start(nursery)
+    url = f"ws://127.0.0.1:{sink.port}/"
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url, close_timeout=0.2) as (t, inbox):
+            await stuck_writer(t)
+            started = trio.current_time()
+            await t.aclose()
+            assert 0.2 <= trio.current_time() - started < 5
+            assert [end_of(item) for item in await rest(inbox)] == [
+                (
+                    TransportClosed,
+                    f"the transport to WebSocket server {url} was closed on this side; open a "
+                    "new one",
+                    frozenset({1, "two"}),
+                )
+            ]
+        sink.cut()
+
+
+async def test_a_request_sent_after_the_peer_closed_is_reported_unsent(
+    nursery: trio.Nursery,
+) -> None:
+    # The reader waits with the server's second frame (the inbox is full), so the end is not
+    # reported yet, but the library has already taken the server's close: the writer finds the
+    # connection closed and writes nothing of request 5.
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        await connection.send_message('{"n":1}')
+        await connection.send_message('{"n":2}')
+        await connection.aclose()
+
+    port = await serve_ws(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(url, max_bytes=8) as (t, inbox):
+            await trio.testing.wait_all_tasks_blocked()
+            assert (inbox.statistics().items, inbox.statistics().senders_waiting) == (1, 1)
+            assert t.statistics().close_code == 1000
+            t.send_nowait(b'{"id":5}', request_id=5)
+            await trio.testing.wait_all_tasks_blocked()
+            items = await rest(inbox)
+            assert t.statistics().frames_sent == 0
+    assert items[:2] == [b'{"n":1}', b'{"n":2}']
+    assert [end_of(item) for item in items[2:]] == [
+        (
+            TransportClosed,
+            f"WebSocket server {url} closed the connection (code 1000, normal closure)",
+            frozenset({5}),
+        )
+    ]
+
+
+async def test_aclose_sends_what_is_in_the_outbox_first(nursery: trio.Nursery) -> None:
+    received: list[str | bytes] = []
+    done = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        try:
+            while True:
+                received.append(await connection.get_message())
+        except trio_websocket.ConnectionClosed:
+            done.set()
+
+    port = await serve_ws(nursery, handler)
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
+            for n in range(20):
+                t.send_nowait(b'{"n":%d}' % n, request_id=n)
+        await done.wait()
+    assert received == [f'{{"n":{n}}}' for n in range(20)]
+    [end] = await rest(inbox)
+    assert end_of(end)[2] == frozenset()
+
+
+async def test_the_server_sides_close_is_bounded_when_the_client_never_reads(
+    nursery: trio.Nursery,
+) -> None:
+    elapsed: list[float] = []
+    closed = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        async with accept_websocket_transport(request, close_timeout=0.2) as transport:
+            transport.send_nowait(STUCK)
+            await trio.testing.wait_all_tasks_blocked()  # its writer is stuck
+            started = trio.current_time()
+            await transport.aclose()
+            elapsed.append(trio.current_time() - started)
+        closed.set()
+
+    port = await serve_ws(nursery, handler)
+    client = trio.socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await client.connect(("127.0.0.1", port))
+    request = (
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: mcp\r\n\r\n"
+    )
+    with trio.fail_after(GUARD):
+        async with trio.SocketStream(client) as stream:
+            await stream.send_all(request.encode())
+            await closed.wait()
+            # The connection was dropped: what the socket holds, then its end.
+            while await stream.receive_some(1 << 20):
+                pass
+    [seconds] = elapsed
+    assert 0.2 <= seconds < 5
 
 
 # --------------------------------------------------------------------------- sizes
@@ -368,27 +793,47 @@ async def test_an_oversized_message_is_refused_after_the_ones_before_it(
     port = await serve_ws(nursery, handler)
     url = f"ws://127.0.0.1:{port}/"
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(url, max_frame_bytes=4096)) as t:
-            assert await t.receive() == b'{"n":1}'
-            assert await t.receive() == b'{"n":2}'
-            with pytest.raises(FrameTooLarge) as info:
-                await t.receive()
-            assert info.value.limit == 4096
-            assert str(info.value) == (
+        async with ws_with_inbox(url, max_frame_bytes=4096) as (t, inbox):
+            [one, two, end] = await take(inbox, 3)
+            assert (one, two) == (b'{"n":1}', b'{"n":2}')
+            assert end_of(end) == (
+                FrameTooLarge,
                 f"WebSocket server {url} sent a message (one WebSocket message) larger than "
                 "4096 bytes, so the connection was closed. If the server legitimately sends "
-                "bigger messages, raise max_frame_bytes (now 4096) in its config"
+                "bigger messages, raise max_frame_bytes (now 4096) in its config",
+                frozenset(),
             )
+            assert isinstance(end, ConnectionEnded)
+            assert isinstance(end.error, FrameTooLarge)
+            assert end.error.limit == 4096
+            assert await rest(inbox) == []
             with pytest.raises(TransportClosed) as closed:
-                await t.receive()
+                await t.send(b"{}")
             assert str(closed.value) == (
                 f"the connection to WebSocket server {url} was given up after it sent a "
                 "message over 4096 bytes (max_frame_bytes); reconnect, or raise the limit"
             )
-            with pytest.raises(TransportClosed):
-                await t.send(b"{}")
         await trio.testing.wait_all_tasks_blocked()
     assert codes == [1009]
+
+
+async def test_an_oversized_message_fails_receive_every_time(nursery: trio.Nursery) -> None:
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        await connection.send_message("[" + "1," * 3000 + "1]")
+        await until_closed(connection)
+
+    port = await serve_ws(nursery, handler)
+    with trio.fail_after(GUARD):
+        async with open_websocket_transport(
+            params(f"ws://127.0.0.1:{port}/", max_frame_bytes=4096)
+        ) as t:
+            with pytest.raises(FrameTooLarge) as first:
+                await t.receive()
+            with pytest.raises(FrameTooLarge) as again:
+                await t.receive()
+    assert first.value is again.value
+    assert first.value.limit == 4096
 
 
 async def test_the_limit_counts_utf8_bytes_not_characters(nursery: trio.Nursery) -> None:
@@ -403,12 +848,11 @@ async def test_the_limit_counts_utf8_bytes_not_characters(nursery: trio.Nursery)
 
     port = await serve_ws(nursery, handler)
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(
-            params(f"ws://127.0.0.1:{port}/", max_frame_bytes=4096)
-        ) as t:
-            with pytest.raises(FrameTooLarge) as info:
-                await t.receive()
-            assert info.value.limit == 4096
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/", max_frame_bytes=4096) as (_, inbox):
+            [end] = await rest(inbox)
+            assert isinstance(end, ConnectionEnded)
+            assert isinstance(end.error, FrameTooLarge)
+            assert end.error.limit == 4096
         await trio.testing.wait_all_tasks_blocked()
     assert codes == [1009]
 
@@ -419,15 +863,18 @@ async def test_a_server_that_refuses_our_message_as_too_big_closes_the_transport
     port = await serve_ws(nursery, echo_handler, max_message_size=100)
     url = f"ws://127.0.0.1:{port}/"
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(url)) as t:
-            await t.send(b'"' + b"x" * 200 + b'"')
-            with pytest.raises(TransportClosed) as info:
-                await t.receive()
-    assert not isinstance(info.value, FrameTooLarge)
-    assert str(info.value) == (
-        f"WebSocket server {url} closed the connection with code 1009 (message too big: "
-        "Exceeded maximum message size: 100 bytes): it refused one of our messages as too large"
-    )
+        async with ws_with_inbox(url) as (t, inbox):
+            await t.send(b'"' + b"x" * 200 + b'"', request_id=1)
+            items = await rest(inbox)
+    assert [end_of(item) for item in items] == [
+        (
+            TransportClosed,
+            f"WebSocket server {url} closed the connection with code 1009 (message too big: "
+            "Exceeded maximum message size: 100 bytes): it refused one of our messages as too "
+            "large",
+            frozenset(),  # it was sent
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- endings
@@ -451,42 +898,71 @@ async def test_a_close_by_the_server_says_its_code_and_reason(
 
     port = await serve_ws(nursery, handler)
     url = f"ws://127.0.0.1:{port}/"
+    message = f"WebSocket server {url} {expected}"
     with trio.fail_after(GUARD):
+        async with ws_with_inbox(url) as (t, inbox):
+            [frame, *ends] = await rest(inbox)
+            assert frame == b'{"last":true}'
+            assert [end_of(end) for end in ends] == [(TransportClosed, message, frozenset())]
+            with pytest.raises(TransportClosed) as sending:
+                await t.send(b"{}")
+            assert str(sending.value) == message
+            assert t.statistics().close_code == code
         async with open_websocket_transport(params(url)) as t:
             assert await t.receive() == b'{"last":true}'
             with pytest.raises(TransportClosed) as info:
                 await t.receive()
-            assert str(info.value) == f"WebSocket server {url} {expected}"
+            assert str(info.value) == message
             with pytest.raises(TransportClosed) as again:
                 await t.receive()
-            assert str(again.value) == str(info.value)
-            with pytest.raises(TransportClosed) as sending:
-                await t.send(b"{}")
-            assert str(sending.value) == f"WebSocket server {url} {expected}"
-            assert t.statistics().close_code == code
+            assert str(again.value) == message
 
 
-async def test_a_dropped_connection_ends_receive_with_transport_closed(
-    nursery: trio.Nursery,
-) -> None:
+async def test_a_dropped_connection_ends_with_code_1006(nursery: trio.Nursery) -> None:
     server_port = await serve_ws(nursery, echo_handler)
     proxy = await Proxy(server_port).start(nursery)
     url = f"ws://127.0.0.1:{proxy.port}/"
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(params(url)) as t:
+        async with ws_with_inbox(url) as (t, inbox):
             await t.send(b"{}")
-            assert await t.receive() == b"{}"
+            assert await take(inbox, 1) == [b"{}"]
+            await trio.testing.wait_all_tasks_blocked()
+            proxy.cut()
+            items = await rest(inbox)
+    assert [end_of(item) for item in items] == [
+        (
+            TransportClosed,
+            f"the connection to WebSocket server {url} was lost without a WebSocket close "
+            "handshake (code 1006): the peer went away or the network failed",
+            frozenset(),
+        )
+    ]
 
-            async def cut_soon() -> None:
-                await trio.testing.wait_all_tasks_blocked()
-                proxy.cut()
 
-            nursery.start_soon(cut_soon)
-            with pytest.raises(TransportClosed) as info:
-                await t.receive()
-    assert str(info.value) == (
-        f"the connection to WebSocket server {url} was lost without a WebSocket close "
-        "handshake (code 1006): the peer went away or the network failed"
+async def test_the_server_side_reports_the_clients_close(nursery: trio.Nursery) -> None:
+    server_items: list[Inbound] = []
+    served = trio.Event()
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        inbox = open_inbox()
+        async with accept_websocket_transport(request, inbox) as transport:
+            await transport.send(b'{"hello":1}')
+            server_items.extend(await rest(inbox))
+        served.set()
+
+    port = await serve_ws(nursery, handler)
+    with trio.fail_after(GUARD):
+        async with ws_with_inbox(f"ws://127.0.0.1:{port}/") as (t, inbox):
+            assert await take(inbox, 1) == [b'{"hello":1}']
+            await t.send(b'{"bye":1}')
+        await served.wait()
+    [frame, end] = server_items
+    assert frame == b'{"bye":1}'
+    kind, message, unsent = end_of(end)
+    assert (kind, unsent) == (TransportClosed, frozenset())
+    assert re.fullmatch(
+        r"WebSocket client 127\.0\.0\.1:\d+ closed the connection \(code 1000, normal closure\)",
+        message,
     )
 
 
@@ -518,6 +994,42 @@ async def test_aclose_is_idempotent_and_ends_send_and_receive(nursery: trio.Nurs
             with pytest.raises(TransportClosed) as info:
                 await t.send(b"{}")
             assert str(info.value) == closed_message
+            with pytest.raises(TransportClosed) as info:
+                t.send_nowait(b"{}")
+            assert str(info.value) == closed_message
+
+
+async def test_a_cancelled_block_still_sends_its_last_frames_and_the_close_handshake(
+    nursery: trio.Nursery,
+) -> None:
+    # The connection's I/O tasks outlive the cancellation of the block: the queued frame goes
+    # out, and the close handshake completes at once instead of waiting for close_timeout.
+    received: list[str | bytes] = []
+    codes: list[int | None] = []
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        connection = await request.accept(subprotocol="mcp")
+        try:
+            while True:
+                received.append(await connection.get_message())
+        except trio_websocket.ConnectionClosed as closed:
+            codes.append(closed.reason.code if closed.reason else None)
+
+    port = await serve_ws(nursery, handler)
+    url = f"ws://127.0.0.1:{port}/"
+    with trio.fail_after(GUARD):
+        with trio.CancelScope() as scope:
+            async with ws_with_inbox(url, close_timeout=10) as (t, inbox):
+                t.send_nowait(b'{"last":1}', request_id=1)
+                scope.cancel()
+                started = trio.current_time()
+                await trio.sleep_forever()
+        assert trio.current_time() - started < 10  # not the close timeout
+        await trio.testing.wait_all_tasks_blocked()
+    assert received == ['{"last":1}']
+    assert codes == [1000]
+    [end] = await rest(inbox)
+    assert end_of(end)[2] == frozenset()
 
 
 async def test_aclose_is_bounded_when_the_server_never_answers_the_close(
@@ -530,17 +1042,19 @@ async def test_aclose_is_bounded_when_the_server_never_answers_the_close(
         await trio.sleep_forever()
 
     port = await serve_ws(nursery, handler, message_queue_size=0)
+    url = f"ws://127.0.0.1:{port}/"
     with trio.fail_after(GUARD):
-        async with open_websocket_transport(
-            params(f"ws://127.0.0.1:{port}/", close_timeout=0.3)
-        ) as t:
-            await t.send(b"{}")
+        async with ws_with_inbox(url, close_timeout=0.3) as (t, inbox):
+            await t.send(b"{}", request_id=1)
+            await trio.testing.wait_all_tasks_blocked()
             started = trio.current_time()
             with trio.CancelScope() as scope:
                 scope.cancel()  # aclose runs to its end even in a cancelled scope
                 await t.aclose()
             elapsed = trio.current_time() - started
     assert 0.3 <= elapsed < 5
+    [end] = await rest(inbox)
+    assert end_of(end)[2] == frozenset()  # request 1 was written
 
 
 # --------------------------------------------------------------------------- connecting
@@ -586,15 +1100,17 @@ async def test_a_server_that_does_not_accept_the_subprotocol_is_refused(
 
     async def handler(request: trio_websocket.WebSocketRequest) -> None:
         connection = await request.accept()  # no subprotocol
+        await connection.send_message("{}")
         with pytest.raises(trio_websocket.ConnectionClosed):
             await connection.get_message()
         closed.append(connection.closed.code if connection.closed else None)
 
     port = await serve_ws(nursery, handler)
     url = f"ws://127.0.0.1:{port}/"
+    inbox = open_inbox()
     with trio.fail_after(GUARD):
         with pytest.raises(ConnectError) as info:
-            async with open_websocket_transport(params(url)):
+            async with open_websocket_transport(params(url), inbox):
                 raise AssertionError("connected without the subprotocol")
         await trio.testing.wait_all_tasks_blocked()
     assert str(info.value) == (
@@ -602,19 +1118,15 @@ async def test_a_server_that_does_not_accept_the_subprotocol_is_refused(
         "answered None), so it does not speak MCP there; check the URL's path"
     )
     assert closed == [1000]  # closed with the close handshake
+    # Nothing reached the sink of a transport that was never opened.
+    assert (len(inbox), inbox.closed) == (0, False)
 
 
 async def test_a_server_that_picks_another_subprotocol_fails_the_handshake(
     nursery: trio.Nursery,
 ) -> None:
     async def handler(stream: trio.SocketStream) -> None:
-        headers = await read_request(stream)
-        token = accept_token(headers["sec-websocket-key"])
-        await stream.send_all(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + token.encode() + b"\r\n"
-            b"Sec-WebSocket-Protocol: graphql-ws\r\n\r\n"
-        )
+        await accept_raw(stream, subprotocol="graphql-ws")
         await stream.receive_some(1)
 
     port = await serve_tcp(nursery, handler)
@@ -688,7 +1200,8 @@ async def test_the_server_side_refuses_a_client_without_the_mcp_subprotocol(
 
     async def handler(request: trio_websocket.WebSocketRequest) -> None:
         with pytest.raises(ConnectError) as info:
-            await accept_websocket_transport(request)
+            async with accept_websocket_transport(request):
+                raise AssertionError("accepted a client without the subprotocol")
         refusals.append(str(info.value))
 
     port = await serve_ws(nursery, handler)
@@ -717,10 +1230,21 @@ async def test_the_server_side_refuses_a_client_without_the_mcp_subprotocol(
 
 
 async def test_an_exception_in_the_block_comes_out_as_itself(nursery: trio.Nursery) -> None:
-    port = await serve_ws(nursery, echo_handler)
-    with trio.fail_after(GUARD), pytest.raises(KeyError, match="mine"):
-        async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")):
-            raise KeyError("mine")
+    errors: list[BaseException] = []
+
+    async def handler(request: trio_websocket.WebSocketRequest) -> None:
+        with pytest.raises(KeyError) as info:
+            async with accept_websocket_transport(request):
+                raise KeyError("theirs")
+        errors.append(info.value)
+
+    port = await serve_ws(nursery, handler)
+    with trio.fail_after(GUARD):
+        with pytest.raises(KeyError, match="mine"):
+            async with open_websocket_transport(params(f"ws://127.0.0.1:{port}/")):
+                raise KeyError("mine")
+        await trio.testing.wait_all_tasks_blocked()
+    assert [str(error) for error in errors] == ["'theirs'"]
 
 
 # --------------------------------------------------------------------------- the runtime

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -65,6 +64,7 @@ from ...protocol._jsonrpc import (
     ResponseReceived,
     UnexpectedResponse,
     parse_message,
+    salvage_response_ids,
 )
 from ...protocol._methods import decode_notification
 from ...protocol._types import ProgressNotificationParams
@@ -103,6 +103,9 @@ PROGRESS_BACKLOG: Final = 16
 #: the number seen at the last sweep.
 _SWEEP_SLACK: Final = 256
 _INF: Final = float("inf")
+#: The deadline heap is compacted when it holds more than this many entries beyond twice the
+#: number of waiting calls.
+_HEAP_SLACK: Final = 64
 
 
 class TimedOut(Exception):
@@ -275,11 +278,17 @@ class _Entry:
 
 @attrs.frozen(kw_only=True)
 class PendingStatistics:
+    """A snapshot of a session's table: calls waiting now (``outstanding``), answered and
+    failed so far, frames handled, wake-ups of the table's task, and the entries of its deadline
+    heap (answered calls' deadlines are dropped lazily; the heap stays below twice the calls
+    waiting plus a constant)."""
+
     outstanding: int
     resolved_total: int
     failed_total: int
     frames_total: int
     wakeups_total: int
+    deadline_entries: int
 
 
 @attrs.define(eq=False)
@@ -324,6 +333,7 @@ class PendingCalls:
             failed_total=self._failed_total,
             frames_total=self._frames_total,
             wakeups_total=self._wakeups_total,
+            deadline_entries=len(self._deadlines),
         )
 
     # ------------------------------------------------------------------ the task
@@ -449,8 +459,14 @@ class PendingCalls:
     # ------------------------------------------------------------------ deadlines
 
     def _push_deadline(self, deadline: float, request_id: RequestId) -> None:
+        """Add a deadline. The heap keeps superseded entries (answered calls, moved deadlines)
+        until they surface or it is compacted here, which costs O(1) per call on average."""
+        heap = self._deadlines
+        if len(heap) > 2 * len(self._entries) + _HEAP_SLACK:
+            heap[:] = [item for item in heap if self._live(item)]
+            heapq.heapify(heap)
         self._sequence += 1
-        heapq.heappush(self._deadlines, (deadline, self._sequence, request_id))
+        heapq.heappush(heap, (deadline, self._sequence, request_id))
         timer = self._timer
         if timer is not None and deadline < timer.deadline:
             timer.deadline = deadline
@@ -554,7 +570,7 @@ class PendingCalls:
         """A frame that is not a valid JSON-RPC message: fail the calls it answers, where their
         ids can be read; the connection goes on either way."""
         self._log.warning("invalid message from the server: %s", exc)
-        for request_id in _ids_in(frame):
+        for request_id in salvage_response_ids(frame):
             if request_id in self._entries:
                 self._conn.forget(request_id)
                 self._resolve(request_id, outcome.Error(exc))
@@ -654,20 +670,3 @@ def _loss_reason(error: McpError) -> str:
     if isinstance(error, TransportClosed):
         return str(error) or "the server closed the connection"
     return f"{type(error).__name__}: {error}"
-
-
-def _ids_in(frame: bytes) -> tuple[RequestId, ...]:
-    """The ids of the answers that can be read from a frame that is not a valid message (see
-    :func:`trio_mcp.protocol.salvage_response_ids`)."""
-    try:
-        value = json.loads(frame)
-    except (ValueError, RecursionError):
-        return ()
-    items = value if isinstance(value, list) else [value]
-    out: list[RequestId] = []
-    for item in items:
-        if isinstance(item, dict) and "method" not in item:
-            rid = item.get("id")
-            if isinstance(rid, int | str) and not isinstance(rid, bool):
-                out.append(rid)
-    return tuple(out)

@@ -657,6 +657,13 @@ class Registry:
         full."""
         self._inbox.send_nowait(msg)
 
+    async def wait_newer(self, view: RegistryView) -> RegistryView:
+        """Wait until a view other than ``view`` is published (a change of the table, or only
+        of the generations it has seen); return it."""
+        while self._view is view:
+            await self._published.wait()
+        return self._view
+
     async def wait_version(self, after: int) -> int:
         """Wait until a view newer than version ``after`` is published; return its version."""
         while self._view.version <= after:

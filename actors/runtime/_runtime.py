@@ -376,7 +376,7 @@ class Runtime:
         """Wait (briefly: one step of the registry) until a READY server's tools are in the
         view, or it is not READY any more."""
         while supervisor.state is ServerState.READY and not self._is_registered(supervisor):
-            await self._registry.wait_version(self._registry.view.version)
+            await self._registry.wait_newer(self._registry.view)
 
     async def _session_for(self, server: str, wait_ready: float | None) -> Session:
         supervisor = self._supervisor(server)

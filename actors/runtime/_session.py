@@ -68,6 +68,7 @@ from ._pending import (
     Forget,
     Mailbox,
     PendingCalls,
+    PendingStatistics,
     ProgressCallback,
     TimedOut,
     Waiter,
@@ -142,6 +143,7 @@ class Session:
     _control_send: trio.MemorySendChannel[SessionExpiredNotice] = attrs.field(init=False)
     _control_receive: trio.MemoryReceiveChannel[SessionExpiredNotice] = attrs.field(init=False)
     _log: logging.Logger = attrs.field(init=False)
+    _table: PendingCalls | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -155,6 +157,11 @@ class Session:
     @property
     def server(self) -> str:
         return self.config.name
+
+    def statistics(self) -> PendingStatistics:
+        """A snapshot of the session's table of waiting calls (for tests and the bench)."""
+        assert self._table is not None, "the session has not started"
+        return self._table.statistics()
 
     # ------------------------------------------------------------------ the task
 
@@ -180,6 +187,7 @@ class Session:
             control=self._control_send,
             lost=self.supervisor,
         )
+        self._table = table
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)

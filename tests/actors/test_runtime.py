@@ -21,6 +21,7 @@ from trio_mcp.actors.runtime._events import (
 )
 from trio_mcp.actors.runtime._registry import ReplaceTools, ToolsChanged
 from trio_mcp.actors.runtime._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.actors.runtime._session import Listing, Relisted
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
@@ -205,7 +206,9 @@ async def test_a_call_pending_on_a_server_that_dies_fails_at_once(
         assert trio.current_time() == 5
         assert info.value.sent is True
         assert "outcome is unknown" in str(info.value)
-        # withdrawn in the same step in which the call failed
+        # withdrawn by the registry before the clock moves on, and only then RECONNECTING
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() == 5
         assert "mcp_s_slow" not in rt.tools()
         assert rt.status()["s"].state is ServerState.RECONNECTING
 
@@ -280,8 +283,10 @@ async def test_answered_calls_do_not_pile_up_in_the_deadline_heap(autojump_clock
         await rt.wait_ready()
         for _ in range(2000):
             await rt.call("mcp_s_t")
-        session = rt._supervisor("s").ready_session()
-        assert len(session._deadlines) <= 2 * len(session.pending) + 65
+        table = rt._supervisor("s").ready_session().statistics()
+        assert table.outstanding == 0
+        assert table.resolved_total == 2000 + 2  # and initialize, tools/list
+        assert table.deadline_entries <= 2 * table.outstanding + 65
         assert trio.current_time() < 1  # the quick calls took no virtual time
 
 
@@ -366,16 +371,19 @@ async def test_a_late_listing_from_a_dead_connection_is_dropped(autojump_clock: 
     async with open_runtime(config(fake.server_config())) as rt:
         await rt.wait_ready()
         supervisor = rt._supervisors["s"]
-        old = supervisor.session
-        assert old is not None
         await fake.disconnect()
         await trio.testing.wait_all_tasks_blocked()
         await registered(rt, "mcp_s_live")  # withdrawn, then registered again
-        assert rt.registry.snapshot()["mcp_s_live"].generation == 2
-        stale = (Tool(name="stale", input_schema={"type": "object"}),)
-        old.on_listing(old, "tools", stale, ())
-        assert rt.registry.apply(ReplaceTools(server="s", generation=1, tools=stale)) is None
+        assert rt.tools()["mcp_s_live"].generation == 2
+        version = rt.tools_version
+        stale = Listing(tools=(Tool(name="stale", input_schema={"type": "object"}),), refused=())
+        # A re-listing of the dead connection reaches the supervisor, and a message of its
+        # generation reaches the registry: both are dropped.
+        await supervisor.inbox.send(Relisted(generation=1, listing=stale))
+        await rt._registry.send(ReplaceTools(server="s", generation=1, tools=stale.tools))
+        await trio.testing.wait_all_tasks_blocked()
         assert set(rt.tools()) == {"mcp_s_live"}
+        assert rt.tools_version == version
 
 
 async def test_pages_are_followed_and_filters_applied(autojump_clock: Clock) -> None:
@@ -509,6 +517,9 @@ async def test_server_logs_reach_the_host_log_and_the_events(
         await rt.wait_ready()
         with rt.events() as events:
             await rt.call("mcp_s_chatty")
+            # the log message went out before the answer; the dispatcher publishes it in its own
+            # task, at the same virtual instant
+            await trio.testing.wait_all_tasks_blocked()
             event = events.receive_nowait()
     assert event == ServerLogged(
         server="s", level="warning", data={"disk": "almost full"}, logger="storage"
@@ -536,44 +547,36 @@ async def test_resource_subscriptions_and_updates(autojump_clock: Clock) -> None
 
 
 class _Inject:
-    """A transport wrapper that, once armed, slips extra frames in before the next frame the
-    server sends."""
+    """A sink in front of the session's mailbox that, once armed, slips extra frames in before
+    the next frame the server sends."""
 
-    def __init__(self, inner: Any, frames: list[bytes]) -> None:
-        self.inner, self.frames = inner, frames
-        self.held: list[bytes] = []
+    def __init__(self, sink: Any, frames: list[bytes]) -> None:
+        self.sink, self.frames = sink, frames
 
-    async def send(self, frame: bytes) -> None:
-        await self.inner.send(frame)
-
-    async def receive(self) -> bytes:
-        if self.held:
-            await trio.lowlevel.checkpoint()
-            return self.held.pop(0)
-        frame = bytes(await self.inner.receive())
-        if self.frames:
-            self.held = [*self.frames[1:], frame]
-            frame = self.frames[0]
+    def _slip_in(self, item: object) -> None:
+        if self.frames and isinstance(item, bytes):
+            for frame in self.frames:
+                self.sink.send_nowait(frame, len(frame))
             self.frames.clear()
-        return frame
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+    def send_nowait(self, item: Any, size: int = 64) -> None:
+        self._slip_in(item)
+        self.sink.send_nowait(item, size)
+
+    async def send(self, item: Any, size: int = 64) -> None:
+        self._slip_in(item)
+        await self.sink.send(item, size)
+
+    def close(self) -> None:
+        self.sink.close()
 
 
 async def test_a_malformed_frame_fails_only_the_call_it_answers(autojump_clock: Clock) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("t")])
     injected: list[bytes] = []
 
-    def factory() -> Any:
-        from contextlib import asynccontextmanager
-
-        @asynccontextmanager
-        async def connect() -> Any:
-            async with fake.connect() as transport:
-                yield _Inject(transport, injected)
-
-        return connect()
+    def factory(sink: Any) -> Any:
+        return fake.connect(_Inject(sink, injected))
 
     server = ServerConfig(name="s", transport_factory=factory)
     async with open_runtime(config(server)) as rt:
@@ -675,20 +678,35 @@ async def test_a_call_before_the_first_listing_says_the_server_is_not_ready(
 
 
 async def test_a_server_request_reusing_an_id_in_flight_is_refused_alone(
-    autojump_clock: Clock,
+    autojump_clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake = FakeServer(name="s", tools=[FakeTool("t")])
-    async with open_runtime(config(fake.server_config())) as rt:
+    release = trio.Event()
+    asked: list[str] = []
+
+    async def list_roots(server: str) -> list[Any]:
+        asked.append(server)
+        await release.wait()
+        return []
+
+    injected: list[bytes] = []
+
+    def factory(sink: Any) -> Any:
+        return fake.connect(_Inject(sink, injected))
+
+    server = ServerConfig(name="s", transport_factory=factory)
+    callbacks = HostCallbacks(list_roots=list_roots)
+    async with open_runtime(config(server), callbacks=callbacks) as rt:
         await rt.wait_ready()
-        session = rt._supervisors["s"].session
-        assert session is not None
         frame = b'{"jsonrpc":"2.0","id":"x1","method":"roots/list"}'
-        first = parse_message(frame)
-        assert not isinstance(first, tuple)
-        session._conn.receive(first)  # "x1" is now a request in flight
-        session._handle_frame(frame)  # the same id again: refused, the connection goes on
-        assert not session.closed
+        injected.extend([frame, frame])  # the same id again while the first is in flight
         assert (await rt.call("mcp_s_t")).text == "{}"
+        await trio.testing.wait_all_tasks_blocked()
+        assert asked == ["s"]  # the second one was refused alone
+        assert "sent request id 'x1' again while it is in flight" in caplog.text
+        release.set()
+        assert (await rt.call("mcp_s_t")).text == "{}"  # the connection goes on
+        assert rt.status()["s"].generation == 1
 
 
 def test_an_attempt_fails_with_the_transport_error_not_the_request_it_broke() -> None:

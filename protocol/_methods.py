@@ -41,7 +41,9 @@ __all__ = [
     "decode_notification",
     "decode_params",
     "decode_result",
+    "decode_tool",
     "encode",
+    "fast_tool",
     "request_spec",
 ]
 
@@ -342,6 +344,229 @@ def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
     return t.CallToolResult(content=tuple(blocks), is_error=is_error)
 
 
+# --------------------------------------------------------------------------- tools/list fast path
+#
+# A tools/list listing is decoded one tool at a time (``check_listing`` refuses a bad tool alone),
+# and a server may list thousands. :func:`fast_tool` builds the :class:`Tool` of the common entry
+# without the converter: known keys with values of exactly the JSON types the converter accepts,
+# unknown keys kept in ``extra`` as the converter keeps them. Anything else (a wrong type, a
+# ``str`` or ``dict`` subclass, a missing field) declines to the converter, which keeps every
+# error message and wire path as it is.
+
+_TOOL_KEYS = frozenset(
+    {
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "execution",
+        "icons",
+        "_meta",
+    }
+)
+_ANNOTATION_KEYS = frozenset(
+    {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+)
+_EXECUTION_KEYS = frozenset({"taskSupport"})
+_ICON_KEYS = frozenset({"src", "mimeType", "sizes", "theme"})
+
+
+def _fast_annotations(value: Any) -> t.ToolAnnotations | None:
+    """:class:`ToolAnnotations` from a ``dict`` whose title is a ``str`` and whose hints are
+    ``True`` or ``False`` (each may be absent or ``null``), or ``None`` for anything else."""
+    if type(value) is not dict:
+        return None
+    get = value.get
+    title = get("title")
+    read_only = get("readOnlyHint")
+    destructive = get("destructiveHint")
+    idempotent = get("idempotentHint")
+    open_world = get("openWorldHint")
+    if (
+        (title is not None and type(title) is not str)
+        or (read_only is not None and type(read_only) is not bool)
+        or (destructive is not None and type(destructive) is not bool)
+        or (idempotent is not None and type(idempotent) is not bool)
+        or (open_world is not None and type(open_world) is not bool)
+    ):
+        return None
+    if value.keys() <= _ANNOTATION_KEYS:
+        return t.ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=open_world,
+        )
+    return t.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+        extra={k: v for k, v in value.items() if k not in _ANNOTATION_KEYS},
+    )
+
+
+def _fast_execution(value: Any) -> t.ToolExecution | None:
+    """:class:`ToolExecution` from a ``dict`` whose ``taskSupport`` is a ``str`` (or absent or
+    ``null``), or ``None`` for anything else."""
+    if type(value) is not dict:
+        return None
+    task_support = value.get("taskSupport")
+    if task_support is not None and type(task_support) is not str:
+        return None
+    if value.keys() <= _EXECUTION_KEYS:
+        return t.ToolExecution(task_support=task_support)
+    return t.ToolExecution(
+        task_support=task_support,
+        extra={k: v for k, v in value.items() if k not in _EXECUTION_KEYS},
+    )
+
+
+def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
+    """The icons of a ``list`` of ``dict`` icons with a ``str`` ``src``, ``str`` (or absent or
+    ``null``) ``mimeType`` and ``theme``, and a ``list`` of ``str`` (or absent or ``null``)
+    ``sizes``; ``None`` for anything else."""
+    if type(value) is not list:
+        return None
+    icons: list[t.Icon] = []
+    for icon in value:
+        if type(icon) is not dict:
+            return None
+        get = icon.get
+        src = get("src")
+        mime_type = get("mimeType")
+        sizes = get("sizes")
+        theme = get("theme")
+        if (
+            type(src) is not str
+            or (mime_type is not None and type(mime_type) is not str)
+            or (theme is not None and type(theme) is not str)
+        ):
+            return None
+        if sizes is not None:
+            if type(sizes) is not list or any(type(size) is not str for size in sizes):
+                return None
+            sizes = tuple(sizes)
+        if icon.keys() <= _ICON_KEYS:
+            icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme))
+        else:
+            extra = {k: v for k, v in icon.items() if k not in _ICON_KEYS}
+            icons.append(
+                t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra)
+            )
+    return tuple(icons)
+
+
+def fast_tool(value: Any) -> t.Tool | None:
+    """Decode one ``tools/list`` entry without the converter, or return ``None``.
+
+    Accepted, and nothing else: a ``dict`` with a ``str`` ``name`` and a ``dict``
+    ``inputSchema``; ``title`` and ``description`` ``str``; ``outputSchema`` and ``_meta``
+    ``dict``; ``annotations``, ``execution`` and ``icons`` as the helpers above take them; each
+    optional key may be absent or ``null`` (which the converter reads as absent too). Values
+    are exactly of those types (a subclass declines). Unknown keys go into ``extra``, in the
+    entry's order. The answer equals what ``structure(value, Tool)`` gives, and shares the same
+    ``inputSchema``, ``outputSchema`` and ``_meta`` objects with the entry as the converter's
+    does. Any other input, valid or not, returns ``None``; this function never raises.
+    """
+    if type(value) is not dict:
+        return None
+    get = value.get
+    name = get("name")
+    input_schema = get("inputSchema")
+    if type(name) is not str or type(input_schema) is not dict:
+        return None
+    title = get("title")
+    description = get("description")
+    output_schema = get("outputSchema")
+    meta = get("_meta")
+    if (
+        (title is not None and type(title) is not str)
+        or (description is not None and type(description) is not str)
+        or (output_schema is not None and type(output_schema) is not dict)
+        or (meta is not None and type(meta) is not dict)
+    ):
+        return None
+    annotations = get("annotations")
+    if annotations is not None:
+        annotations = _fast_annotations(annotations)
+        if annotations is None:
+            return None
+    execution = get("execution")
+    if execution is not None:
+        execution = _fast_execution(execution)
+        if execution is None:
+            return None
+    icons = get("icons")
+    if icons is not None:
+        icons = _fast_icons(icons)
+        if icons is None:
+            return None
+    if value.keys() <= _TOOL_KEYS:
+        return t.Tool(
+            name=name,
+            title=title,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=annotations,
+            execution=execution,
+            icons=icons,
+            meta=meta,
+        )
+    return t.Tool(
+        name=name,
+        title=title,
+        description=description,
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=annotations,
+        execution=execution,
+        icons=icons,
+        meta=meta,
+        extra={k: v for k, v in value.items() if k not in _TOOL_KEYS},
+    )
+
+
+def decode_tool(value: Any, *, path: str = "$") -> t.Tool:
+    """Decode one ``tools/list`` entry into a :class:`Tool`: :func:`fast_tool` when the entry
+    has the common shape, else the converter. Raises :class:`InvalidMessage` naming the wire
+    path at fault (relative to ``path``, such as ``$.result.tools[3]``), exactly as
+    ``structure(value, Tool, path=path)`` does."""
+    tool = fast_tool(value)
+    if tool is not None:
+        return tool
+    return structure(value, t.Tool, path=path)
+
+
+def _fast_list_tools_result(result: Any) -> t.ListToolsResult | None:
+    """A ``tools/list`` page whose keys are ``tools`` (a ``list`` of entries that
+    :func:`fast_tool` takes) and optionally ``nextCursor`` (a ``str`` or ``null``), decoded
+    without the converter; ``None`` for anything else."""
+    if type(result) is not dict:
+        return None
+    entries = result.get("tools")
+    if type(entries) is not list:
+        return None
+    cursor = result.get("nextCursor")
+    size = len(result)
+    if size != 1 and not (size == 2 and "nextCursor" in result):
+        return None
+    if cursor is not None and type(cursor) is not str:
+        return None
+    tools: list[t.Tool] = []
+    for entry in entries:
+        tool = fast_tool(entry)
+        if tool is None:
+            return None
+        tools.append(tool)
+    return t.ListToolsResult(tools=tuple(tools), next_cursor=cursor)
+
+
 def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.result") -> Any:
     """Decode the ``result`` of a request ``method`` into its wire type, by ``resultType``.
 
@@ -360,12 +585,17 @@ def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.resu
     raises :class:`LocalProtocolError` (we never send a request we cannot decode).
 
     The common ``tools/call`` result (text blocks only, optional boolean ``isError``, nothing
-    else) takes a fast path that skips the converter and builds an equal object.
+    else) and the common ``tools/list`` page (see :func:`fast_tool`) take a fast path that skips
+    the converter and builds an equal object.
     """
     if method == "tools/call":
         fast = _fast_call_tool_result(result)
         if fast is not None:
             return fast
+    elif method == "tools/list":
+        listing = _fast_list_tools_result(result)
+        if listing is not None:
+            return listing
     spec = request_spec(method)
     if not isinstance(result, dict):
         raise _invalid(method, "expected an object", path)

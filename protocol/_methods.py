@@ -13,7 +13,7 @@ method's result type, ``"input_required"`` an :class:`InputRequiredResult` (only
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
@@ -42,6 +42,7 @@ __all__ = [
     "decode_params",
     "decode_result",
     "decode_tool",
+    "decode_tools",
     "encode",
     "fast_tool",
     "request_spec",
@@ -461,6 +462,91 @@ def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
     return tuple(icons)
 
 
+_TOOL_FIELDS = (
+    "name",
+    "title",
+    "description",
+    "input_schema",
+    "output_schema",
+    "annotations",
+    "execution",
+    "icons",
+    "meta",
+    "extra",
+)
+
+
+def _stores_only(cls: type, fields: tuple[str, ...]) -> bool:
+    """Whether attrs' ``__init__`` of ``cls`` does nothing but store ``fields`` (all of its
+    fields, in that order) into slots of the same names: no validator, converter, alias, pre- or
+    post-init hook, and no slot but those and ``__weakref__`` (a cached hash would add one)."""
+    return (
+        tuple(field.name for field in attrs.fields(cls)) == fields
+        and all(
+            field.init
+            and field.validator is None
+            and field.converter is None
+            and field.alias == field.name
+            for field in attrs.fields(cls)
+        )
+        and getattr(cls, "__slots__", None) == (*fields, "__weakref__")
+        and not hasattr(cls, "__attrs_pre_init__")
+        and not hasattr(cls, "__attrs_post_init__")
+    )
+
+
+def _make_tool_with_init(*values: Any) -> t.Tool:
+    """``Tool(...)`` from every field in order, through attrs' ``__init__``."""
+    return t.Tool(**dict(zip(_TOOL_FIELDS, values, strict=True)))
+
+
+def _tool_maker() -> Callable[..., t.Tool]:
+    """``Tool(name=..., ..., extra=...)``, given every field in order, made faster: attrs'
+    ``__init__`` of a frozen class stores each field through a bound ``object.__setattr__``,
+    about half the cost of decoding a common entry; this stores them with the slots' own
+    descriptors, which is all that ``__init__`` does for :class:`Tool` (:func:`_stores_only`
+    checks it when the module loads; if it ever does more, this is ``Tool`` itself)."""
+    if not _stores_only(t.Tool, _TOOL_FIELDS):  # pragma: no cover - Tool is plain today
+        return _make_tool_with_init
+    new = object.__new__
+    cls = t.Tool
+    slots = vars(cls)
+    s_name, s_title, s_description, s_input, s_output, s_annotations = (
+        slots[name].__set__ for name in _TOOL_FIELDS[:6]
+    )
+    s_execution, s_icons, s_meta, s_extra = (slots[name].__set__ for name in _TOOL_FIELDS[6:])
+
+    def make_tool(
+        name: str,
+        title: str | None,
+        description: str | None,
+        input_schema: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        annotations: t.ToolAnnotations | None,
+        execution: t.ToolExecution | None,
+        icons: tuple[t.Icon, ...] | None,
+        meta: Mapping[str, Any] | None,
+        extra: Mapping[str, Any],
+    ) -> t.Tool:
+        tool: t.Tool = new(cls)
+        s_name(tool, name)
+        s_title(tool, title)
+        s_description(tool, description)
+        s_input(tool, input_schema)
+        s_output(tool, output_schema)
+        s_annotations(tool, annotations)
+        s_execution(tool, execution)
+        s_icons(tool, icons)
+        s_meta(tool, meta)
+        s_extra(tool, extra)
+        return tool
+
+    return make_tool
+
+
+_make_tool = _tool_maker()
+
+
 def fast_tool(value: Any) -> t.Tool | None:
     """Decode one ``tools/list`` entry without the converter, or return ``None``.
 
@@ -507,28 +593,20 @@ def fast_tool(value: Any) -> t.Tool | None:
         if icons is None:
             return None
     if value.keys() <= _TOOL_KEYS:
-        return t.Tool(
-            name=name,
-            title=title,
-            description=description,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            annotations=annotations,
-            execution=execution,
-            icons=icons,
-            meta=meta,
-        )
-    return t.Tool(
-        name=name,
-        title=title,
-        description=description,
-        input_schema=input_schema,
-        output_schema=output_schema,
-        annotations=annotations,
-        execution=execution,
-        icons=icons,
-        meta=meta,
-        extra={k: v for k, v in value.items() if k not in _TOOL_KEYS},
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _TOOL_KEYS}
+    return _make_tool(
+        name,
+        title,
+        description,
+        input_schema,
+        output_schema,
+        annotations,
+        execution,
+        icons,
+        meta,
+        extra,
     )
 
 
@@ -541,6 +619,25 @@ def decode_tool(value: Any, *, path: str = "$") -> t.Tool:
     if tool is not None:
         return tool
     return structure(value, t.Tool, path=path)
+
+
+def decode_tools(entries: Any, *, path: str = "$.result.tools") -> tuple[t.Tool, ...]:
+    """Decode the ``tools`` array of a ``tools/list`` result (``path`` names it): each entry by
+    :func:`fast_tool`, and the whole array by the converter as soon as one entry is not of the
+    common shape, so that the answer, and every error with its wire path (such as
+    ``$.result.tools[3].inputSchema``), is exactly ``structure(entries, tuple[Tool, ...])``'s.
+    Raises :class:`InvalidMessage`."""
+    if type(entries) is list:
+        tools: list[t.Tool] = []
+        for entry in entries:
+            tool = fast_tool(entry)
+            if tool is None:
+                break
+            tools.append(tool)
+        else:
+            return tuple(tools)
+    decoded: tuple[t.Tool, ...] = structure(entries, tuple[t.Tool, ...], path=path)
+    return decoded
 
 
 def _fast_list_tools_result(result: Any) -> t.ListToolsResult | None:

@@ -434,3 +434,90 @@ def test_pages_decode_like_the_converter(entries: list[Any], cursor: Any) -> Non
         raw["nextCursor"] = cursor
     expected = _outcome(lambda r: structure(r, t.ListToolsResult, path="$.result"), raw)
     assert _outcome(lambda r: m.decode_result("tools/list", r), raw) == expected
+
+
+# --------------------------------------------------------------------------- direct construction
+
+
+def test_tools_are_built_without_attrs_init_because_it_only_stores_fields() -> None:
+    assert m._stores_only(t.Tool, m._TOOL_FIELDS)
+    assert m._make_tool is not m._make_tool_with_init
+    values: tuple[Any, ...] = (
+        "n",
+        "T",
+        "d",
+        {"type": "object"},
+        {"o": 1},
+        None,
+        None,
+        (),
+        {"k": 1},
+        {"x": 2},
+    )
+    made = m._make_tool(*values)
+    expected = t.Tool(**dict(zip(m._TOOL_FIELDS, values, strict=True)))
+    assert made == expected
+    assert repr(made) == repr(expected)
+    assert hash(made.name) == hash(expected.name)
+    assert all(getattr(made, f) is getattr(expected, f) for f in m._TOOL_FIELDS)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.name = "other"  # type: ignore[misc]
+    assert m._make_tool_with_init(*values) == expected
+
+
+@attrs.frozen(kw_only=True)
+class _Validated:
+    a: int = attrs.field(validator=attrs.validators.instance_of(int))
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _CachedHash:
+    a: int
+
+
+@attrs.frozen(kw_only=True)
+class _PostInit:
+    a: int
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "a", abs(self.a))
+
+
+@attrs.frozen(kw_only=True)
+class _Plain:
+    a: int
+
+
+@pytest.mark.parametrize(
+    ("cls", "plain"),
+    [(_Plain, True), (_Validated, False), (_CachedHash, False), (_PostInit, False)],
+)
+def test_only_classes_whose_init_only_stores_are_built_directly(cls: type, plain: bool) -> None:
+    assert m._stores_only(cls, ("a",)) is plain
+    assert m._stores_only(cls, ("b",)) is False
+
+
+# --------------------------------------------------------------------------- a whole tools array
+
+
+@given(st.lists(st.one_of(_common, _near), max_size=4) | _odd)
+@example([{"name": "a", "inputSchema": {}}, {"name": 1}, "x"])
+@example(({"name": "a", "inputSchema": {}},))
+def test_a_tools_array_decodes_like_the_converter(entries: Any) -> None:
+    path = "$.result.tools"
+    expected = _outcome(lambda r: structure(r, tuple[t.Tool, ...], path=path), entries)
+    got = _outcome(lambda r: m.decode_tools(r, path=path), entries)
+    assert got == expected
+    if got[0] == "ok":
+        assert type(got[1]) is tuple
+        for tool, raw in zip(got[1], entries, strict=True):
+            _assert_same_tool(tool, structure(raw, t.Tool), raw)
+
+
+def test_a_bad_entry_names_its_index() -> None:
+    with pytest.raises(InvalidMessage) as info:
+        m.decode_tools([{"name": "a", "inputSchema": {}}, {"name": "b", "inputSchema": 3}])
+    assert info.value.path == "$.result.tools[1].inputSchema"
+    assert info.value.errors == (
+        "expected an object, got a number @ $.result.tools[1].inputSchema",
+    )

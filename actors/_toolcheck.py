@@ -59,6 +59,7 @@ import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any, Final, Literal
 from urllib.parse import unquote
 
@@ -791,41 +792,106 @@ def scan_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> list[F
 
 #: What a key of a schema object holds, for the quick walk: data (walked as plain JSON), a map of
 #: names to schemas (one that counts as properties), one schema (or, for ``items``, also an array
-#: of schemas), an array of schemas, and the keywords with rules of their own.
-_DATA, _PROPS, _MAP, _ONE, _ITEMS, _LIST, _TYPE, _REQUIRED, _ENUM, _REF, _ANCHOR, _ID = range(12)
-_KEY_KINDS: Final[dict[str, int]] = {
-    **dict.fromkeys(_SCHEMA_MAPS, _MAP),
-    **dict.fromkeys(_PROPERTY_MAPS, _PROPS),
-    **dict.fromkeys(_SCHEMA_ONE, _ONE),
-    "items": _ITEMS,
-    **dict.fromkeys(_SCHEMA_LISTS, _LIST),
-    "type": _TYPE,
-    "required": _REQUIRED,
-    "enum": _ENUM,
-    "$ref": _REF,
-    "$dynamicRef": _REF,
-    "$anchor": _ANCHOR,
-    "$id": _ID,
-}
+#: of schemas), an array of schemas, and the keywords with rules of their own. ``_FREE`` is a key
+#: the walk does not know: data, and the key itself is scanned (a known key is not: see
+#: :data:`_KEY_KINDS`).
+_FREE, _DATA, _PROPS, _MAP, _ONE, _ITEMS, _LIST, _TYPE, _REQUIRED, _ENUM, _REF, _ANCHOR, _ID = (
+    range(13)
+)
+#: Keywords whose value is plain data, with nothing to check (their names are scanned once,
+#: here, instead of in every schema).
+_DATA_KEYWORDS: Final = (
+    "$schema",
+    "$comment",
+    "$vocabulary",
+    "$dynamicAnchor",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "const",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "nullable",
+    "discriminator",
+)
+
+
+def _clean(words: Iterable[str]) -> tuple[str, ...]:
+    """``words``, which the quick walk counts without scanning them: each is checked here, with
+    every pattern, when the module loads (a pattern that matched one would be a bug to fix)."""
+    words = tuple(words)
+    dirty = [word for word in words if _first_match(word) is not None]
+    if dirty:
+        raise RuntimeError(f"injection patterns match {dirty!r}: the quick walk would skip them")
+    return words
+
+
+#: Key of a schema object -> what it holds, for every key the quick walk knows (and does not
+#: scan: each is a JSON Schema keyword that no pattern matches).
+_KEY_KINDS: Final[dict[str, int]] = dict.fromkeys(_clean(_DATA_KEYWORDS), _DATA)
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_MAPS), _MAP))
+_KEY_KINDS.update(dict.fromkeys(_clean(_PROPERTY_MAPS), _PROPS))
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_ONE), _ONE))
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_LISTS), _LIST))
+_KEY_KINDS.update(
+    zip(
+        _clean(("items", "type", "required", "enum", "$ref", "$dynamicRef", "$anchor", "$id")),
+        (_ITEMS, _TYPE, _REQUIRED, _ENUM, _REF, _REF, _ANCHOR, _ID),
+        strict=True,
+    )
+)
+#: Strings that need no scan where the quick walk meets them: the type names, and the dialects
+#: of ``$schema`` (which hold ``://``, a word the exfiltration pattern needs).
+_CLEAN_WORDS: Final = frozenset(
+    _clean((*_TYPES, *_DIALECTS, *(f"{dialect}#" for dialect in _DIALECTS)))
+)
 #: Scalars of JSON other than strings (``bool`` before ``int``: checked by exact type).
 _SCALARS: Final = frozenset({bool, int, float, type(None)})
 
 
-def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[str] | None:
-    """The warnings of an ``inputSchema`` that :func:`inspect_schema` would find without
-    problems, findings aside, within ``budget``; every key and string of the schema is appended
-    to ``texts`` (their characters are the report's ``chars``; the caller scans them and compares
-    them with ``budget.max_string_chars``). None when the schema has a problem, passes a budget
-    of nodes, properties or depth, or holds a value that is not plain JSON (``dict``, ``list``,
-    ``str``, ``int``, ``float``, ``bool``, ``None``, exactly): then :func:`inspect_schema` must
-    say what. The walk is iterative and stops at the first budget passed."""
+def _quick_schema(
+    schema: Any, budget: SchemaBudget, texts: list[str], warnings: list[str]
+) -> int | None:
+    """Whether :func:`inspect_schema` would find an ``inputSchema`` without problems, findings
+    aside, within ``budget``, told without building a path.
+
+    The keys and strings of the schema that may need a scan are appended to ``texts``, and the
+    number of characters of the others (known keywords, type names, known dialects) is returned:
+    together they are the report's ``chars`` (the caller scans the texts and compares the
+    characters with ``budget.max_string_chars``). The report's warnings are appended to
+    ``warnings``. None when the schema has a problem, passes a budget of nodes, properties or
+    depth, or holds a value that is not plain JSON (``dict``, ``list``, ``str``, ``int``,
+    ``float``, ``bool``, ``None``, exactly): then :func:`inspect_schema` must say what. The walk
+    is iterative and stops at the first budget passed."""
     if schema is None:
-        return []
+        return 0
     if type(schema) is not dict:
         return None
     if not schema:
-        return []
-    warnings: list[str] = []
+        return 0
     declared = schema.get("$schema")
     if declared is not None:
         if type(declared) is not str:
@@ -848,12 +914,14 @@ def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[s
     kinds = _KEY_KINDS.get
     scalars = _SCALARS
     types = _TYPES
+    clean = _CLEAN_WORDS
     append = texts.append
     extend = texts.extend
+    skipped = 0  # characters of the strings not handed back
     nodes = 1
     properties = 0
-    refs: list[str] = []
-    anchors: set[str] = set()
+    refs: list[str] | None = None
+    anchors: set[str] | None = None
     nested_id = False
     #: schema objects to walk, with their level; then JSON values in data position, with theirs
     schemas: list[tuple[dict[str, Any], int]] = [(schema, 1)]
@@ -863,25 +931,33 @@ def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[s
         nodes += len(node)
         if nodes > max_nodes:
             return None
-        extend(node)
         deeper = level + 1
         for key, sub in node.items():
-            what = kinds(key, _DATA)
+            what = kinds(key, _FREE)
             sort = type(sub)
-            if what == _DATA:
+            if what <= _DATA:
+                if what == _FREE:
+                    append(key)
+                else:
+                    skipped += len(key)
                 if sort is str:
-                    append(sub)
+                    if sub in clean:
+                        skipped += len(sub)
+                    else:
+                        append(sub)
                 elif sort is dict or sort is list:
                     if deeper > max_depth:
                         return None
                     data.append((sub, deeper))
                 elif sort not in scalars:
                     return None
-            elif what == _TYPE:
+                continue
+            skipped += len(key)
+            if what == _TYPE:
                 if sort is str:
                     if sub not in types:
                         return None
-                    append(sub)
+                    skipped += len(sub)
                     named_array = sub == "array"
                 elif sort is list:
                     nodes += len(sub)
@@ -890,7 +966,7 @@ def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[s
                     for name in sub:
                         if type(name) is not str or name not in types:
                             return None
-                    extend(sub)
+                        skipped += len(name)
                     named_array = "array" in sub
                 else:
                     return None
@@ -956,9 +1032,13 @@ def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[s
                 if sort is not str or not sub.startswith("#"):
                     return None
                 append(sub)
+                if refs is None:
+                    refs = []
                 refs.append(sub)
             else:  # $anchor, $id: data with a meaning
                 if what == _ANCHOR and sort is str:
+                    if anchors is None:
+                        anchors = set()
                     anchors.add(sub)
                 elif what == _ID and level > 1:
                     nested_id = True
@@ -994,11 +1074,13 @@ def _quick_schema(schema: Any, budget: SchemaBudget, texts: list[str]) -> list[s
     if refs and not nested_id:
         for ref in refs:
             fragment = unquote(ref[1:])
-            if fragment == "" or (not fragment.startswith("/") and fragment in anchors):
+            if fragment == "" or (
+                not fragment.startswith("/") and anchors is not None and fragment in anchors
+            ):
                 continue
             if not fragment.startswith("/") or not _resolves(schema, fragment):
                 return None
-    return warnings
+    return skipped
 
 
 # --------------------------------------------------------------------------- one tool
@@ -1211,10 +1293,11 @@ _ASCII_CONTROLS: Final = tuple(
 )
 
 
-def _suspects(texts: list[str], ends: list[int]) -> set[int]:
-    """The tools, by their index in ``ends``, that some pattern may match, of a batch of tools
-    whose texts are ``texts``, tool after tool; tool ``k``'s texts end at ``ends[k]`` in
-    ``"\n".join(texts) + "\n"``, after the newline that follows its last text.
+def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
+    """The tools, by their index in ``starts`` and ``ends``, that some pattern may match, of a
+    batch of tools whose texts are among ``texts``: tool ``k``'s texts are the part
+    ``starts[k]:ends[k]`` of ``"\n".join(texts) + "\n"`` (each followed by its newline); the parts
+    come in order and do not overlap (texts between them belong to no tool of the batch).
 
     A tool left out matches no pattern with any of its texts, so :func:`check_tool` would find
     nothing in it. Each word pattern is looked for through the words it needs (:data:`_NEEDS`)
@@ -1230,7 +1313,8 @@ def _suspects(texts: list[str], ends: list[int]) -> set[int]:
     if len(folded) != len(joined):  # no character known to Python 3.11 does this (tested)
         return set(range(len(ends)))
     find = folded.find
-    marks: dict[int, int] = {}
+    last = len(ends)
+    marks = [0] * last  # per tool: a bit per pattern whose first group it has
     for bit, (_, needs) in enumerate(_SCAN_ORDER):
         flag = 1 << bit
         if needs is None:  # the hidden characters
@@ -1239,26 +1323,37 @@ def _suspects(texts: list[str], ends: list[int]) -> set[int]:
             search = _ODD_CHAR.search
             odd = search(joined)
             while odd is not None:
-                tool = bisect_right(ends, odd.start())
-                marks[tool] = marks.get(tool, 0) | flag
-                odd = search(joined, ends[tool])
+                at = odd.start()
+                tool = bisect_right(ends, at)
+                if tool == last:
+                    break
+                if at >= starts[tool]:
+                    marks[tool] |= flag
+                    odd = search(joined, ends[tool])
+                else:  # between two tools of the batch
+                    odd = search(joined, starts[tool])
             continue
         for word in needs[0]:
             at = find(word)
             while at >= 0:
                 tool = bisect_right(ends, at)
-                marks[tool] = marks.get(tool, 0) | flag
-                at = find(word, ends[tool])
+                if tool == last:
+                    break
+                if at >= starts[tool]:
+                    marks[tool] |= flag
+                    at = find(word, ends[tool])
+                else:  # between two tools of the batch
+                    at = find(word, starts[tool])
     suspects: set[int] = set()
-    for tool, flags in marks.items():
-        start = ends[tool - 1] if tool else 0
+    for tool, flags in enumerate(marks):
+        if not flags:
+            continue
+        start = starts[tool]
         end = ends[tool]
-        for bit, (pattern, needs) in enumerate(_SCAN_ORDER):
+        for bit, (pattern, later) in enumerate(_SCAN_LATER):
             if not flags >> bit & 1:
                 continue
-            if needs is not None and not all(
-                any(find(word, start, end) >= 0 for word in group) for group in needs[1:]
-            ):
+            if any(group.search(folded, start, end) is None for group in later):
                 continue
             if pattern.regex.search(joined, start, end) is not None:
                 suspects.add(tool)
@@ -1266,17 +1361,20 @@ def _suspects(texts: list[str], ends: list[int]) -> set[int]:
     return suspects
 
 
+#: Per pattern, in :data:`PATTERNS` order: the groups of needed words after the first, each as
+#: one search for any of its words (in folded text).
+_SCAN_LATER: Final = tuple(
+    (pattern, tuple(re.compile("|".join(map(re.escape, group))) for group in (needs or ())[1:]))
+    for pattern, needs in _SCAN_ORDER
+)
+
+
 _NAME_RULE_WARNING: Final = (
     "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
     "it is registered under a sanitized name"
 )
-
-
-def _name_text(name: str) -> str:
-    """``name`` as :func:`check_tool` scans it: each run of ``_``, ``.`` and ``-`` a space."""
-    if "." in name or "-" in name or "__" in name:
-        return _NAME_SEPARATORS.sub(" ", name)
-    return name.replace("_", " ")
+#: Keys of an entry whose values cannot nest (after decoding).
+_FLAT_KEYS: Final = frozenset({"name", "title", "description", "inputSchema"})
 
 
 def check_listing(
@@ -1310,18 +1408,16 @@ def check_listing(
     :func:`check_tool` itself.
     """
     filtering = include is not None or bool(exclude)
-    known_policy = policy in ("block", "warn")
-    max_string_chars = budget.max_string_chars
+    quick = policy in ("block", "warn")  # else check_tool says what is wrong with it
     depth_limit = 2 * budget.max_depth
-    used = 0
-    #: per entry, in order: a refusal, an excluded name, or [tool, name, notes, warnings,
-    #: refusal, chars limit]
+    flat_keys = _FLAT_KEYS
+    # First pass: decode each entry; walk each schema the quick way, gathering the texts to
+    # scan. records: per entry, in order, a refusal, an excluded name, (tool, name, notes) for a
+    # tool for check_tool, or (tool, name, notes, warnings, start, heads, stop, skipped) for a
+    # tool the quick walk cleared: its texts are texts[start:stop] (the name, titles and
+    # description up to heads), plus skipped characters of known words.
     records: list[Any] = []
-    #: the records of the tools cleared by the quick walk, their texts and where those end
-    batch: list[list[Any]] = []
     texts: list[str] = []
-    ends: list[int] = []
-    end = 0
     for index, entry in enumerate(raw_tools):
         if not isinstance(entry, dict):
             records.append(
@@ -1362,14 +1458,7 @@ def check_listing(
                     ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
                 )
                 continue
-        if (  # a value outside inputSchema that may nest: look how deep
-            tool.output_schema is not None
-            or tool.meta is not None
-            or tool.extra
-            or tool.annotations is not None
-            or tool.execution is not None
-            or tool.icons is not None
-        ):
+        if not entry.keys() <= flat_keys:  # a value that may nest: see how deep
             deep = _nesting_past(entry, depth_limit, f"$.tools[{index}]")
             if deep is not None:
                 records.append(
@@ -1381,54 +1470,80 @@ def check_listing(
                     )
                 )
                 continue
+        if quick:
+            # What check_tool scans: the name (separators as spaces), titles, description.
+            if len(name) <= 128 and name.isascii() and name.isidentifier():
+                warnings: list[str] = []
+                if "__" in name:
+                    texts.append(_NAME_SEPARATORS.sub(" ", name))
+                else:
+                    texts.append(name.replace("_", " "))
+            else:
+                warnings = [] if _SEP986.fullmatch(name) else [_NAME_RULE_WARNING]
+                texts.append(_NAME_SEPARATORS.sub(" ", name))
+            start = len(texts) - 1
+            if tool.title:
+                texts.append(tool.title)
+            if tool.annotations is not None and tool.annotations.title:
+                texts.append(tool.annotations.title)
+            if tool.description:
+                texts.append(tool.description)
+            heads = len(texts)
+            schema_warnings: list[str] = []
+            skipped = _quick_schema(tool.input_schema, budget, texts, schema_warnings)
+            if skipped is not None:
+                if schema_warnings:
+                    warnings += [f"inputSchema {warning}" for warning in schema_warnings]
+                records.append((tool, name, notes, warnings, start, heads, len(texts), skipped))
+                continue
+            del texts[start:]
+        records.append((tool, name, notes))
+
+    # Second pass, in listing order: the listing's budget of text, and check_tool for the
+    # tools the quick walk did not clear. The batch: the records of the cleared tools, and
+    # where their texts start and end in "\n".join(texts).
+    prefix = [0, *accumulate(map(len, texts))]
+    batch: list[tuple[int, int]] = []  # (place in records, chars limit)
+    starts: list[int] = []
+    ends: list[int] = []
+    max_string_chars = budget.max_string_chars
+    used = 0
+    for place, record in enumerate(records):
+        if type(record) is not tuple:
+            continue
         remaining = max_listing_chars - used
         if remaining <= 0:
-            records.append(
-                ToolRefusal(
-                    server=server,
-                    tool=name,
-                    reason=f"not checked: the listing passed the {max_listing_chars:,} "
-                    f"characters of text checked per listing (max_listing_chars)",
-                )
+            records[place] = ToolRefusal(
+                server=server,
+                tool=record[1],
+                reason=f"not checked: the listing passed the {max_listing_chars:,} "
+                f"characters of text checked per listing (max_listing_chars)",
             )
             continue
         limit = max_string_chars if remaining >= max_string_chars else remaining
-        if known_policy:
-            # The quick way: no findings possible once the batch scan clears the texts.
-            own = [_name_text(name)]
-            if tool.title:
-                own.append(tool.title)
-            if tool.annotations is not None and tool.annotations.title:
-                own.append(tool.annotations.title)
-            if tool.description:
-                own.append(tool.description)
-            head = len(own)
-            schema_warnings = _quick_schema(tool.input_schema, budget, own)
-            if schema_warnings is not None:
-                chars = sum(map(len, own))
-                head_chars = sum(map(len, own[:head])) if head > 1 else len(own[0])
-                if chars - head_chars <= limit and (
-                    chars <= limit or all(len(text) <= limit for text in own[:head])
-                ):
-                    used += chars
-                    texts += own
-                    end += chars + len(own)
-                    ends.append(end)
-                    warnings = [] if _SEP986.fullmatch(name) else [_NAME_RULE_WARNING]
-                    warnings += [f"inputSchema {warning}" for warning in schema_warnings]
-                    record: list[Any] = [tool, name, notes, warnings, None, limit]
-                    records.append(record)
-                    batch.append(record)
-                    continue
+        if len(record) == 8:
+            start, heads, stop, skipped = record[4:]
+            first = prefix[start]
+            head = prefix[heads] - first
+            chars = prefix[stop] - first + skipped
+            if chars - head <= limit and head <= limit:  # else check_tool says "too large"
+                used += chars
+                batch.append((place, limit))
+                starts.append(first + start)
+                ends.append(prefix[stop] + stop)
+                continue
+        tool, name, notes = record[:3]
         verdict = check_tool(tool, policy=policy, budget=_budget_for(budget, limit))
         used += verdict.checked_chars
-        records.append([tool, name, notes, verdict.warnings, verdict.refusal(server), limit])
+        records[place] = (tool, name, notes, verdict.warnings, verdict.refusal(server))
+
+    # Third pass: the scan of the batch; check_tool for the tools it cannot clear.
     if batch:
-        for suspect in _suspects(texts, ends):
-            record = batch[suspect]
-            verdict = check_tool(record[0], policy=policy, budget=_budget_for(budget, record[5]))
-            record[3] = verdict.warnings
-            record[4] = verdict.refusal(server)
+        for suspect in _suspects(texts, starts, ends):
+            place, limit = batch[suspect]
+            tool, name, notes = records[place][:3]
+            verdict = check_tool(tool, policy=policy, budget=_budget_for(budget, limit))
+            records[place] = (tool, name, notes, verdict.warnings, verdict.refusal(server))
     return _assemble(server, records)
 
 
@@ -1451,7 +1566,9 @@ def _assemble(server: str, records: list[Any]) -> ListingCheck:
         elif type(record) is str:
             excluded.append(record)
         else:
-            tool, name, notes, messages, refusal, _ = record
+            tool, name, notes, messages, refusal = record[:5]
+            if len(record) == 8:
+                refusal = None  # cleared: the rest of the record says where its texts were
             if notes:
                 warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in notes)
             if messages:

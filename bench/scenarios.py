@@ -359,6 +359,7 @@ def registry_costs(client: ClientName, plan: Plan) -> Result:
 def _registry_trio_mcp(plan: Plan) -> Result:
     from trio_mcp.actors._registry import Registry, ReplaceTools  # not public: the internals
     from trio_mcp.protocol import Tool, structure
+    from trio_mcp.protocol._methods import decode_tools  # not public: the listing decoder
 
     count, reps = plan.registry_tools, plan.registry_reps
     raw = [_raw_tools(count, g) for g in range(2)]
@@ -368,9 +369,9 @@ def _registry_trio_mcp(plan: Plan) -> Result:
     def decode_and_register() -> None:
         nonlocal generation
         generation += 1
-        tools = tuple(
-            structure(item, Tool, path=f"$.result.tools[{i}]") for i, item in enumerate(raw[0])
-        )
+        # The tools array as a whole, as the official client validates its ListToolsResult;
+        # any entry of an uncommon shape sends the array through the converter.
+        tools = decode_tools(raw[0], path="$.result.tools")
         registry.apply(ReplaceTools(server="s", generation=generation, tools=tools))
 
     decode = _time_each(decode_and_register, reps)

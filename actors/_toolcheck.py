@@ -907,6 +907,8 @@ def _quick_schema(
             warnings.append("$: no top-level 'type'; treated as an object schema")
     elif kind != "object":
         return None
+    elif len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
+        return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
 
     max_depth = budget.max_depth
     max_nodes = budget.max_nodes

@@ -436,6 +436,8 @@ def test_an_unknown_policy_is_still_an_error() -> None:
 )
 @example(schema={"$ref": "#/x", "properties": {"a": {"$id": "a"}}}, budget=DEFAULT_BUDGET)
 @example(schema={"type": "object", "x": (1, 2)}, budget=DEFAULT_BUDGET)
+@example(schema={"type": "object"}, budget=SchemaBudget(max_nodes=1))
+@example(schema={"type": "object"}, budget=SchemaBudget(max_string_chars=9))
 def test_the_quick_walk_accepts_only_what_the_full_walk_finds_fine(
     schema: Any, budget: SchemaBudget
 ) -> None:

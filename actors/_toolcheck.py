@@ -795,13 +795,25 @@ def scan_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> list[F
 #: of schemas), an array of schemas, and the keywords with rules of their own. ``_FREE`` is a key
 #: the walk does not know: data, and the key itself is scanned (a known key is not: see
 #: :data:`_KEY_KINDS`).
-_FREE, _DATA, _PROPS, _MAP, _ONE, _ITEMS, _LIST, _TYPE, _REQUIRED, _ENUM, _REF, _ANCHOR, _ID = (
-    range(13)
-)
+(
+    _FREE,
+    _DATA,
+    _DIALECT,
+    _PROPS,
+    _MAP,
+    _ONE,
+    _ITEMS,
+    _LIST,
+    _TYPE,
+    _REQUIRED,
+    _ENUM,
+    _REF,
+    _ANCHOR,
+    _ID,
+) = range(14)
 #: Keywords whose value is plain data, with nothing to check (their names are scanned once,
 #: here, instead of in every schema).
 _DATA_KEYWORDS: Final = (
-    "$schema",
     "$comment",
     "$vocabulary",
     "$dynamicAnchor",
@@ -852,6 +864,7 @@ def _clean(words: Iterable[str]) -> tuple[str, ...]:
 #: Key of a schema object -> what it holds, for every key the quick walk knows (and does not
 #: scan: each is a JSON Schema keyword that no pattern matches).
 _KEY_KINDS: Final[dict[str, int]] = dict.fromkeys(_clean(_DATA_KEYWORDS), _DATA)
+_KEY_KINDS.update(dict.fromkeys(_clean(("$schema",)), _DIALECT))
 _KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_MAPS), _MAP))
 _KEY_KINDS.update(dict.fromkeys(_clean(_PROPERTY_MAPS), _PROPS))
 _KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_ONE), _ONE))
@@ -863,8 +876,9 @@ _KEY_KINDS.update(
         strict=True,
     )
 )
-#: Strings that need no scan where the quick walk meets them: the type names, and the dialects
-#: of ``$schema`` (which hold ``://``, a word the exfiltration pattern needs).
+#: Strings that need no scan where the quick walk meets them as a type name or the value of
+#: ``$schema``: the type names, and the known dialects (which hold ``://``, a word the
+#: exfiltration pattern needs).
 _CLEAN_WORDS: Final = frozenset(
     _clean((*_TYPES, *_DIALECTS, *(f"{dialect}#" for dialect in _DIALECTS)))
 )
@@ -937,13 +951,13 @@ def _quick_schema(
         for key, sub in node.items():
             what = kinds(key, _FREE)
             sort = type(sub)
-            if what <= _DATA:
+            if what <= _DIALECT:  # data
                 if what == _FREE:
                     append(key)
                 else:
                     skipped += len(key)
                 if sort is str:
-                    if sub in clean:
+                    if what == _DIALECT and sub in clean:
                         skipped += len(sub)
                     else:
                         append(sub)
@@ -1259,6 +1273,30 @@ def _clean_annotations(entry: dict[str, Any], warn: list[str]) -> dict[str, Any]
     return {**entry, "annotations": kept}
 
 
+def _nests_past(entry: Mapping[str, Any], limit: int) -> bool:
+    """Whether a value of ``entry`` other than its ``inputSchema`` nests more than ``limit``
+    levels of arrays and objects (the value of an entry's key is level 1): the arrays and
+    objects of each level are gathered in one pass over the level before, so each is looked at
+    once, and the walk stops at level ``limit + 1``."""
+    level = [
+        value
+        for key, value in entry.items()
+        if key != "inputSchema" and isinstance(value, dict | list)
+    ]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        depth += 1
+    return False
+
+
 def _nesting_past(entry: Mapping[str, Any], limit: int, path: str) -> str | None:
     """Where a value of ``entry`` other than its ``inputSchema`` (which :func:`inspect_schema`
     bounds) nests more than ``limit`` levels of arrays and objects (the value of an entry's key
@@ -1460,9 +1498,9 @@ def check_listing(
                     ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
                 )
                 continue
-        if not entry.keys() <= flat_keys:  # a value that may nest: see how deep
+        if not entry.keys() <= flat_keys and _nests_past(entry, depth_limit):
             deep = _nesting_past(entry, depth_limit, f"$.tools[{index}]")
-            if deep is not None:
+            if deep is not None:  # always: _nests_past said so
                 records.append(
                     ToolRefusal(
                         server=server,

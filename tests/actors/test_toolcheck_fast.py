@@ -41,6 +41,7 @@ from trio_mcp.actors._toolcheck import (
     _included,
     _json_excerpt,
     _nesting_past,
+    _nests_past,
     _quick_schema,
     _short,
     _suspects,
@@ -745,6 +746,16 @@ def test_400_levels_outside_the_input_schema_are_accepted() -> None:
     small = SchemaBudget(max_depth=3)
     raw = [{"name": "ok", "_meta": _nest_dicts(6)}, {"name": "no", "_meta": _nest_dicts(7)}]
     assert [t.name for t in check_listing(raw, server="s", budget=small).tools] == ["ok"]
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["inputSchema", "outputSchema", "_meta", "x"]), _data | st.just([[[]]])
+    ),
+    st.integers(1, 4),
+)
+def test_the_level_walk_and_the_path_walk_agree(entry: dict[str, Any], limit: int) -> None:
+    assert _nests_past(entry, limit) is (_nesting_past(entry, limit, "$") is not None)
 
 
 @given(_data | st.lists(_data) | st.dictionaries(st.text(), _data))

@@ -1334,6 +1334,14 @@ _ASCII_CONTROLS: Final = tuple(
 )
 
 
+#: Per pattern, in :data:`PATTERNS` order: the groups of needed words after the first, each as
+#: one search for any of its words (in folded text).
+_SCAN_LATER: Final = tuple(
+    (pattern, tuple(re.compile("|".join(map(re.escape, group))) for group in (needs or ())[1:]))
+    for pattern, needs in _SCAN_ORDER
+)
+
+
 def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
     """The tools, by their index in ``starts`` and ``ends``, that some pattern may match, of a
     batch of tools whose texts are among ``texts``: tool ``k``'s texts are the part
@@ -1400,14 +1408,6 @@ def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
                 suspects.add(tool)
                 break
     return suspects
-
-
-#: Per pattern, in :data:`PATTERNS` order: the groups of needed words after the first, each as
-#: one search for any of its words (in folded text).
-_SCAN_LATER: Final = tuple(
-    (pattern, tuple(re.compile("|".join(map(re.escape, group))) for group in (needs or ())[1:]))
-    for pattern, needs in _SCAN_ORDER
-)
 
 
 _NAME_RULE_WARNING: Final = (
@@ -1604,12 +1604,14 @@ def _assemble(server: str, records: list[Any]) -> ListingCheck:
     for record in records:
         if type(record) is ToolRefusal:
             refused.append(record)
-        elif type(record) is str:
+        elif isinstance(record, str):  # excluded by the filters
             excluded.append(record)
         else:
-            tool, name, notes, messages, refusal = record[:5]
-            if len(record) == 8:
-                refusal = None  # cleared: the rest of the record says where its texts were
+            if len(record) == 8:  # cleared by the quick walk and the batch scan
+                tool, name, notes, messages = record[:4]
+                refusal = None
+            else:  # checked by check_tool
+                tool, name, notes, messages, refusal = record
             if notes:
                 warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in notes)
             if messages:

@@ -13,7 +13,7 @@ method's result type, ``"input_required"`` an :class:`InputRequiredResult` (only
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +41,10 @@ __all__ = [
     "decode_notification",
     "decode_params",
     "decode_result",
+    "decode_tool",
+    "decode_tools",
     "encode",
+    "fast_tool",
     "request_spec",
 ]
 
@@ -342,6 +345,325 @@ def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
     return t.CallToolResult(content=tuple(blocks), is_error=is_error)
 
 
+# --------------------------------------------------------------------------- tools/list fast path
+#
+# A tools/list listing is decoded one tool at a time (``check_listing`` refuses a bad tool alone),
+# and a server may list thousands. :func:`fast_tool` builds the :class:`Tool` of the common entry
+# without the converter: known keys with values of exactly the JSON types the converter accepts,
+# unknown keys kept in ``extra`` as the converter keeps them. Anything else (a wrong type, a
+# ``str`` or ``dict`` subclass, a missing field) declines to the converter, which keeps every
+# error message and wire path as it is.
+
+_TOOL_KEYS = frozenset(
+    {
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "execution",
+        "icons",
+        "_meta",
+    }
+)
+_ANNOTATION_KEYS = frozenset(
+    {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+)
+_EXECUTION_KEYS = frozenset({"taskSupport"})
+_ICON_KEYS = frozenset({"src", "mimeType", "sizes", "theme"})
+
+
+def _fast_annotations(value: Any) -> t.ToolAnnotations | None:
+    """:class:`ToolAnnotations` from a ``dict`` whose title is a ``str`` and whose hints are
+    ``True`` or ``False`` (each may be absent or ``null``), or ``None`` for anything else."""
+    if type(value) is not dict:
+        return None
+    get = value.get
+    title = get("title")
+    read_only = get("readOnlyHint")
+    destructive = get("destructiveHint")
+    idempotent = get("idempotentHint")
+    open_world = get("openWorldHint")
+    if (
+        (title is not None and type(title) is not str)
+        or (read_only is not None and type(read_only) is not bool)
+        or (destructive is not None and type(destructive) is not bool)
+        or (idempotent is not None and type(idempotent) is not bool)
+        or (open_world is not None and type(open_world) is not bool)
+    ):
+        return None
+    if value.keys() <= _ANNOTATION_KEYS:
+        return t.ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=open_world,
+        )
+    return t.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+        extra={k: v for k, v in value.items() if k not in _ANNOTATION_KEYS},
+    )
+
+
+def _fast_execution(value: Any) -> t.ToolExecution | None:
+    """:class:`ToolExecution` from a ``dict`` whose ``taskSupport`` is a ``str`` (or absent or
+    ``null``), or ``None`` for anything else."""
+    if type(value) is not dict:
+        return None
+    task_support = value.get("taskSupport")
+    if task_support is not None and type(task_support) is not str:
+        return None
+    if value.keys() <= _EXECUTION_KEYS:
+        return t.ToolExecution(task_support=task_support)
+    return t.ToolExecution(
+        task_support=task_support,
+        extra={k: v for k, v in value.items() if k not in _EXECUTION_KEYS},
+    )
+
+
+def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
+    """The icons of a ``list`` of ``dict`` icons with a ``str`` ``src``, ``str`` (or absent or
+    ``null``) ``mimeType`` and ``theme``, and a ``list`` of ``str`` (or absent or ``null``)
+    ``sizes``; ``None`` for anything else."""
+    if type(value) is not list:
+        return None
+    icons: list[t.Icon] = []
+    for icon in value:
+        if type(icon) is not dict:
+            return None
+        get = icon.get
+        src = get("src")
+        mime_type = get("mimeType")
+        sizes = get("sizes")
+        theme = get("theme")
+        if (
+            type(src) is not str
+            or (mime_type is not None and type(mime_type) is not str)
+            or (theme is not None and type(theme) is not str)
+        ):
+            return None
+        if sizes is not None:
+            if type(sizes) is not list or any(type(size) is not str for size in sizes):
+                return None
+            sizes = tuple(sizes)
+        if icon.keys() <= _ICON_KEYS:
+            icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme))
+        else:
+            extra = {k: v for k, v in icon.items() if k not in _ICON_KEYS}
+            icons.append(
+                t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra)
+            )
+    return tuple(icons)
+
+
+_TOOL_FIELDS = (
+    "name",
+    "title",
+    "description",
+    "input_schema",
+    "output_schema",
+    "annotations",
+    "execution",
+    "icons",
+    "meta",
+    "extra",
+)
+
+
+def _stores_only(cls: type, fields: tuple[str, ...]) -> bool:
+    """Whether attrs' ``__init__`` of ``cls`` does nothing but store ``fields`` (all of its
+    fields, in that order) into slots of the same names: no validator, converter, alias, pre- or
+    post-init hook, and no slot but those and ``__weakref__`` (a cached hash would add one)."""
+    return (
+        tuple(field.name for field in attrs.fields(cls)) == fields
+        and all(
+            field.init
+            and field.validator is None
+            and field.converter is None
+            and field.alias == field.name
+            for field in attrs.fields(cls)
+        )
+        and getattr(cls, "__slots__", None) == (*fields, "__weakref__")
+        and not hasattr(cls, "__attrs_pre_init__")
+        and not hasattr(cls, "__attrs_post_init__")
+    )
+
+
+def _make_tool_with_init(*values: Any) -> t.Tool:
+    """``Tool(...)`` from every field in order, through attrs' ``__init__``."""
+    return t.Tool(**dict(zip(_TOOL_FIELDS, values, strict=True)))
+
+
+def _tool_maker() -> Callable[..., t.Tool]:
+    """``Tool(name=..., ..., extra=...)``, given every field in order, made faster: attrs'
+    ``__init__`` of a frozen class stores each field through a bound ``object.__setattr__``,
+    about half the cost of decoding a common entry; this stores them with the slots' own
+    descriptors, which is all that ``__init__`` does for :class:`Tool` (:func:`_stores_only`
+    checks it when the module loads; if it ever does more, this is ``Tool`` itself)."""
+    if not _stores_only(t.Tool, _TOOL_FIELDS):  # pragma: no cover - Tool is plain today
+        return _make_tool_with_init
+    new = object.__new__
+    cls = t.Tool
+    slots = vars(cls)
+    s_name, s_title, s_description, s_input, s_output, s_annotations = (
+        slots[name].__set__ for name in _TOOL_FIELDS[:6]
+    )
+    s_execution, s_icons, s_meta, s_extra = (slots[name].__set__ for name in _TOOL_FIELDS[6:])
+
+    def make_tool(
+        name: str,
+        title: str | None,
+        description: str | None,
+        input_schema: Mapping[str, Any],
+        output_schema: Mapping[str, Any] | None,
+        annotations: t.ToolAnnotations | None,
+        execution: t.ToolExecution | None,
+        icons: tuple[t.Icon, ...] | None,
+        meta: Mapping[str, Any] | None,
+        extra: Mapping[str, Any],
+    ) -> t.Tool:
+        tool: t.Tool = new(cls)
+        s_name(tool, name)
+        s_title(tool, title)
+        s_description(tool, description)
+        s_input(tool, input_schema)
+        s_output(tool, output_schema)
+        s_annotations(tool, annotations)
+        s_execution(tool, execution)
+        s_icons(tool, icons)
+        s_meta(tool, meta)
+        s_extra(tool, extra)
+        return tool
+
+    return make_tool
+
+
+_make_tool = _tool_maker()
+
+
+def fast_tool(value: Any) -> t.Tool | None:
+    """Decode one ``tools/list`` entry without the converter, or return ``None``.
+
+    Accepted, and nothing else: a ``dict`` with a ``str`` ``name`` and a ``dict``
+    ``inputSchema``; ``title`` and ``description`` ``str``; ``outputSchema`` and ``_meta``
+    ``dict``; ``annotations``, ``execution`` and ``icons`` as the helpers above take them; each
+    optional key may be absent or ``null`` (which the converter reads as absent too). Values
+    are exactly of those types (a subclass declines). Unknown keys go into ``extra``, in the
+    entry's order. The answer equals what ``structure(value, Tool)`` gives, and shares the same
+    ``inputSchema``, ``outputSchema`` and ``_meta`` objects with the entry as the converter's
+    does. Any other input, valid or not, returns ``None``; this function never raises.
+    """
+    if type(value) is not dict:
+        return None
+    get = value.get
+    name = get("name")
+    input_schema = get("inputSchema")
+    if type(name) is not str or type(input_schema) is not dict:
+        return None
+    title = get("title")
+    description = get("description")
+    output_schema = get("outputSchema")
+    meta = get("_meta")
+    if (
+        (title is not None and type(title) is not str)
+        or (description is not None and type(description) is not str)
+        or (output_schema is not None and type(output_schema) is not dict)
+        or (meta is not None and type(meta) is not dict)
+    ):
+        return None
+    annotations = get("annotations")
+    if annotations is not None:
+        annotations = _fast_annotations(annotations)
+        if annotations is None:
+            return None
+    execution = get("execution")
+    if execution is not None:
+        execution = _fast_execution(execution)
+        if execution is None:
+            return None
+    icons = get("icons")
+    if icons is not None:
+        icons = _fast_icons(icons)
+        if icons is None:
+            return None
+    if value.keys() <= _TOOL_KEYS:
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _TOOL_KEYS}
+    return _make_tool(
+        name,
+        title,
+        description,
+        input_schema,
+        output_schema,
+        annotations,
+        execution,
+        icons,
+        meta,
+        extra,
+    )
+
+
+def decode_tool(value: Any, *, path: str = "$") -> t.Tool:
+    """Decode one ``tools/list`` entry into a :class:`Tool`: :func:`fast_tool` when the entry
+    has the common shape, else the converter. Raises :class:`InvalidMessage` naming the wire
+    path at fault (relative to ``path``, such as ``$.result.tools[3]``), exactly as
+    ``structure(value, Tool, path=path)`` does."""
+    tool = fast_tool(value)
+    if tool is not None:
+        return tool
+    return structure(value, t.Tool, path=path)
+
+
+def decode_tools(entries: Any, *, path: str = "$.result.tools") -> tuple[t.Tool, ...]:
+    """Decode the ``tools`` array of a ``tools/list`` result (``path`` names it): each entry by
+    :func:`fast_tool`, and the whole array by the converter as soon as one entry is not of the
+    common shape, so that the answer, and every error with its wire path (such as
+    ``$.result.tools[3].inputSchema``), is exactly ``structure(entries, tuple[Tool, ...])``'s.
+    Raises :class:`InvalidMessage`."""
+    if type(entries) is list:
+        tools: list[t.Tool] = []
+        for entry in entries:
+            tool = fast_tool(entry)
+            if tool is None:
+                break
+            tools.append(tool)
+        else:
+            return tuple(tools)
+    decoded: tuple[t.Tool, ...] = structure(entries, tuple[t.Tool, ...], path=path)
+    return decoded
+
+
+def _fast_list_tools_result(result: Any) -> t.ListToolsResult | None:
+    """A ``tools/list`` page whose keys are ``tools`` (a ``list`` of entries that
+    :func:`fast_tool` takes) and optionally ``nextCursor`` (a ``str`` or ``null``), decoded
+    without the converter; ``None`` for anything else."""
+    if type(result) is not dict:
+        return None
+    entries = result.get("tools")
+    if type(entries) is not list:
+        return None
+    cursor = result.get("nextCursor")
+    size = len(result)
+    if size != 1 and not (size == 2 and "nextCursor" in result):
+        return None
+    if cursor is not None and type(cursor) is not str:
+        return None
+    tools: list[t.Tool] = []
+    for entry in entries:
+        tool = fast_tool(entry)
+        if tool is None:
+            return None
+        tools.append(tool)
+    return t.ListToolsResult(tools=tuple(tools), next_cursor=cursor)
+
+
 def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.result") -> Any:
     """Decode the ``result`` of a request ``method`` into its wire type, by ``resultType``.
 
@@ -360,12 +682,17 @@ def decode_result(method: str, result: Mapping[str, Any], *, path: str = "$.resu
     raises :class:`LocalProtocolError` (we never send a request we cannot decode).
 
     The common ``tools/call`` result (text blocks only, optional boolean ``isError``, nothing
-    else) takes a fast path that skips the converter and builds an equal object.
+    else) and the common ``tools/list`` page (see :func:`fast_tool`) take a fast path that skips
+    the converter and builds an equal object.
     """
     if method == "tools/call":
         fast = _fast_call_tool_result(result)
         if fast is not None:
             return fast
+    elif method == "tools/list":
+        listing = _fast_list_tools_result(result)
+        if listing is not None:
+            return listing
     spec = request_spec(method)
     if not isinstance(result, dict):
         raise _invalid(method, "expected an object", path)

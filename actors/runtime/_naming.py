@@ -30,10 +30,15 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:
     """The name under which ``tool`` of ``server`` is offered to the model. Never fails."""
     plain = f"{prefix}_{server}_{tool}"
-    if not (plain.isascii() and plain.isidentifier()):  # else there is nothing to replace
+    if plain.isascii():  # then so are server and tool
+        if not plain.isidentifier():  # else there is nothing to replace
+            plain = _UNSAFE.sub("_", plain)
+        if len(plain) <= MAX_NAME_LENGTH:
+            return plain
+    else:
         plain = _UNSAFE.sub("_", plain)
-    if len(plain) <= MAX_NAME_LENGTH and (server + tool).isascii():
-        return plain
+        if len(plain) <= MAX_NAME_LENGTH and (server + tool).isascii():  # a non-ASCII prefix
+            return plain
     digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
     return f"{plain[:_HEAD]}_{digest}"
 

@@ -10,7 +10,9 @@ Entry points:
   tools to register, the refusals (server, tool, reason) and the warnings. It applies the
   ``tools_include`` / ``tools_exclude`` filters, skips malformed entries (not an object, no name),
   treats an absent or ``{}`` ``inputSchema`` as an empty object schema, ignores annotation hints
-  that are not booleans, decodes each tool alone and calls :func:`check_tool` on it.
+  that are not booleans, decodes each tool alone, refuses a tool with a value nested too deeply
+  outside its input schema, and gives each tool :func:`check_tool`'s verdict (found faster: see
+  "Speed" below).
 - :func:`check_tool` checks one decoded tool: the input schema (:func:`inspect_schema`) and the
   injection scan of its name, title, description and every string of its schema. The security
   policy decides what an injection finding does: ``"block"`` (the default) refuses the tool,
@@ -28,8 +30,21 @@ too; any other ``$schema`` is accepted with a warning that names it (checked as 
 
 Work budgets (:class:`SchemaBudget`): by default at most 200 levels of nested schemas, 3,000
 properties, 100,000 JSON nodes and 1,000,000 characters of text per schema. A schema past any of
-them is refused as "too large to check" instead of being scanned slowly. The walk is iterative, so
-a hostile depth never exhausts the Python stack.
+them is refused as "too large to check" instead of being scanned slowly. Outside the input schema
+(``outputSchema``, ``_meta``, unknown keys...) a tool's values may nest at most twice
+``max_depth`` levels of arrays and objects (400 by default); a deeper tool is refused as "too
+deeply nested to accept", so that nothing that handles it later (comparing, rendering,
+serialising) recurses without bound. Every walk here is iterative, and no message recurses into
+the value it shows, so a hostile depth never exhausts the Python stack: it refuses one tool.
+
+Speed: :func:`check_listing` takes about a quarter of the time that decoding each tool with the
+converter and checking it with :func:`check_tool` takes. Entries of the common shape are decoded
+without the converter (``fast_tool``); each input schema is first walked by
+:func:`_quick_schema`, which clears an ordinary schema without building paths; the injection
+scan runs once over the texts of every cleared tool together (:func:`_suspects`), looking for
+the words each pattern needs before running the pattern. A tool that a shortcut cannot clear (a
+problem, a budget passed, a text a pattern may match) is checked by :func:`check_tool` itself,
+so the outcome is the one :func:`check_tool` gives, tool by tool.
 
 Injection patterns (:data:`PATTERNS`): each has a rule name and the reason it is there. They
 target text whose only purpose is to steer the model (instruction overrides, forged chat-template
@@ -43,7 +58,9 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import Any, Final, Literal
 from urllib.parse import unquote
 
@@ -51,6 +68,7 @@ import attrs
 
 from ...protocol._codec import json_kind, structure
 from ...protocol._errors import InvalidMessage, SchemaTooLarge
+from ...protocol._methods import fast_tool
 from ...protocol._types import Tool
 from ._registry import ToolRefusal
 
@@ -231,17 +249,86 @@ _CLEAN_MAX_SIZE: Final = 8192
 #: The one pattern that looks for characters, not words: it cannot match printable ASCII.
 _HIDDEN: Final = next(p for p in PATTERNS if p.rule == "hidden_characters")
 
+#: What each word pattern needs in a text before it can match: for every group, at least one of
+#: its strings in the folded text (:func:`_fold`). Each group is read off the pattern: every
+#: alternative of the pattern contains one of the group's strings (a test checks this with texts
+#: generated from each pattern). A text that lacks a group cannot match the pattern, so the
+#: pattern is not run on it; a text that has them all is searched with the pattern itself. The
+#: hidden-characters pattern has no entry: it is only run on text that is not all printable ASCII
+#: (tab, newline and carriage return aside).
+_NEEDS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
+    "instruction_override": (
+        ("ignore", "disregard", "forget"),
+        (
+            "instruction",
+            "prompt",
+            "directive",
+            "guideline",
+            "guardrail",
+            "system",
+            "rules",
+            "everything",
+            "anything",
+            "all",
+            "above",
+        ),
+    ),
+    "new_instructions": (("now", "new"), ("you", "from")),
+    "system_prompt": (("system", "developer", "hidden"), ("prompt", "message", "instructions")),
+    "role_tag": (("<", "["), ("|", "inst", "sys", "assistant", "developer", "important")),
+    "concealment": (("user",),),
+    "exfiltration": (
+        ("://",),
+        ("send", "post", "upload", "forward", "transmit", "exfiltrate", "leak", "copy", "pass"),
+    ),
+    "secret_files": (
+        ("~/.", "id_", ".aws/credentials"),
+        ("read", "cat", "open", "include", "send", "upload", "pass", "attach", "copy"),
+    ),
+}
+#: Every pattern with what it needs (None: the hidden-characters pattern), in :data:`PATTERNS`
+#: order.
+_SCAN_ORDER: Final = tuple((p, None if p is _HIDDEN else _NEEDS[p.rule]) for p in PATTERNS)
+#: Characters that IGNORECASE matches to an ASCII letter but that ``str.lower`` does not turn
+#: into that letter (a test goes through every code point): they are replaced first.
+_FOLDS: Final = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
+#: A character the hidden-characters pattern may be after: anything but printable ASCII, tab,
+#: newline and carriage return.
+_ODD_CHAR = re.compile(r"[^\t\n\r\x20-\x7e]")
+
+
+def _fold(text: str) -> str:
+    """``text`` lowercased so that every string of :data:`_NEEDS` that the patterns would match
+    (case-insensitively) in ``text`` appears in the result; the same length as ``text`` (the
+    only character whose lowercase is longer, U+0130, is replaced first)."""
+    if text.isascii():
+        return text.lower()
+    for char, plain in _FOLDS:
+        if char in text:
+            text = text.replace(char, plain)
+    return text.lower()
+
+
+def _has_all(folded: str, needs: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether ``folded`` has a string of every group of ``needs``."""
+    return all(any(word in folded for word in group) for group in needs)
+
 
 def _first_match(text: str) -> tuple[InjectionPattern, re.Match[str]] | None:
     """The first pattern that matches ``text`` and its match, or None. The same answer as
-    trying every pattern in order, with two shortcuts: a short text found clean before is not
-    scanned again, and :data:`_HIDDEN` is not tried on printable ASCII text (every character it
-    looks for is a control character or outside ASCII)."""
+    trying every pattern in order, with shortcuts: a short text found clean before is not
+    scanned again; a word pattern is only tried when the text has the words it needs
+    (:data:`_NEEDS`); :data:`_HIDDEN` is only tried on text with a character other than
+    printable ASCII, tab, newline and carriage return (every character it looks for is a control
+    character or outside ASCII)."""
     if text in _CLEAN:
         return None
-    plain = text.isascii() and text.isprintable()
-    for pattern in PATTERNS:
-        if pattern is _HIDDEN and plain:
+    folded = _fold(text)
+    for pattern, needs in _SCAN_ORDER:
+        if needs is None:
+            if (text.isascii() and text.isprintable()) or _ODD_CHAR.search(text) is None:
+                continue
+        elif not _has_all(folded, needs):
             continue
         match = pattern.regex.search(text)
         if match is not None:
@@ -336,6 +423,55 @@ def _child(path: str, key: str) -> str:
         return f"{path}.{key}"
     shown = key if len(key) <= 40 else key[:40] + "..."
     return f"{path}[{json.dumps(shown)}]"
+
+
+class _Piece(str):
+    """Text of the JSON being written by :func:`_json_excerpt` (not a value to encode)."""
+
+
+def _json_excerpt(value: Any, limit: int = 200) -> str:
+    """``json.dumps(value)[:limit]``, built without recursion and without encoding more than
+    ``limit`` characters: a value nested 100,000 deep, or a huge one, gives its beginning."""
+    out: list[str] = []
+    size = 0
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack and size < limit:
+        item = next(stack[-1], stack)
+        if item is stack:  # this array or object is done
+            stack.pop()
+            continue
+        if isinstance(item, _Piece):
+            piece = str(item)
+        elif isinstance(item, dict):
+            piece = "{"
+            stack.append(_object_pieces(item))
+        elif isinstance(item, list | tuple):
+            piece = "["
+            stack.append(_array_pieces(item))
+        else:
+            piece = json.dumps(item)
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)[:limit]
+
+
+def _object_pieces(value: dict[Any, Any]) -> Iterator[Any]:
+    separator = ""
+    for key, item in value.items():
+        yield _Piece(f"{separator}{json.dumps(key if isinstance(key, str) else str(key))}: ")
+        yield item
+        separator = ", "
+    yield _Piece("}")
+
+
+def _array_pieces(value: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
+    separator = ""
+    for item in value:
+        if separator:
+            yield _Piece(separator)
+        yield item
+        separator = ", "
+    yield _Piece("]")
 
 
 def _short(path: str) -> str:
@@ -519,7 +655,7 @@ class _Walk:
         names = raw if isinstance(raw, list) else [raw]
         bad = [name for name in names if not (isinstance(name, str) and name in _TYPES)]
         if bad or not names:
-            shown = ", ".join(json.dumps(name) for name in bad) or "an empty array"
+            shown = ", ".join(_json_excerpt(name) for name in bad) or "an empty array"
             self.problems.append(
                 f"{_short(path)}.type: {shown} is not a JSON Schema type "
                 f"(expected one of {', '.join(sorted(_TYPES))})"
@@ -595,7 +731,7 @@ def inspect_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> Sch
     elif kind != "object":
         walk.problems.append(
             f"$.type: the top level of an input schema must be of type 'object', "
-            f"got {json.dumps(kind)[:200]}"
+            f"got {_json_excerpt(kind)}"
         )
     too_large: SchemaTooLarge | None = None
     try:
@@ -642,6 +778,326 @@ def scan_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> list[F
     if report.too_large is not None:
         raise report.too_large
     return list(report.findings)
+
+
+# --------------------------------------------------------------------------- the quick walk
+#
+# Most schemas a server lists are fine. :func:`_quick_schema` proves that in one pass that builds
+# no paths and scans nothing: it checks every rule :class:`_Walk` checks and every budget, and
+# hands back the schema's strings for the listing's batch scan (:func:`_suspects`). It declines
+# (returns None) at the first thing :class:`_Walk` would report, and the tool is then checked by
+# :func:`check_tool`, which names every problem with its path. When it accepts, what
+# :func:`inspect_schema` would give is known without running it: no problems, no budget exceeded,
+# the top-level warnings it computes the same way, and as many characters as the strings it
+# handed back (the walk counts every key and every string, as :class:`_Walk` does).
+
+#: What a key of a schema object holds, for the quick walk: data (walked as plain JSON), a map of
+#: names to schemas (one that counts as properties), one schema (or, for ``items``, also an array
+#: of schemas), an array of schemas, and the keywords with rules of their own. ``_FREE`` is a key
+#: the walk does not know: data, and the key itself is scanned (a known key is not: see
+#: :data:`_KEY_KINDS`).
+(
+    _FREE,
+    _DATA,
+    _DIALECT,
+    _PROPS,
+    _MAP,
+    _ONE,
+    _ITEMS,
+    _LIST,
+    _TYPE,
+    _REQUIRED,
+    _ENUM,
+    _REF,
+    _ANCHOR,
+    _ID,
+) = range(14)
+#: Keywords whose value is plain data, with nothing to check (their names are scanned once,
+#: here, instead of in every schema).
+_DATA_KEYWORDS: Final = (
+    "$comment",
+    "$vocabulary",
+    "$dynamicAnchor",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "const",
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "nullable",
+    "discriminator",
+)
+
+
+def _clean(words: Iterable[str]) -> tuple[str, ...]:
+    """``words``, which the quick walk counts without scanning them: each is checked here, with
+    every pattern, when the module loads (a pattern that matched one would be a bug to fix)."""
+    words = tuple(words)
+    dirty = [word for word in words if _first_match(word) is not None]
+    if dirty:
+        raise RuntimeError(f"injection patterns match {dirty!r}: the quick walk would skip them")
+    return words
+
+
+#: Key of a schema object -> what it holds, for every key the quick walk knows (and does not
+#: scan: each is a JSON Schema keyword that no pattern matches).
+_KEY_KINDS: Final[dict[str, int]] = dict.fromkeys(_clean(_DATA_KEYWORDS), _DATA)
+_KEY_KINDS.update(dict.fromkeys(_clean(("$schema",)), _DIALECT))
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_MAPS), _MAP))
+_KEY_KINDS.update(dict.fromkeys(_clean(_PROPERTY_MAPS), _PROPS))
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_ONE), _ONE))
+_KEY_KINDS.update(dict.fromkeys(_clean(_SCHEMA_LISTS), _LIST))
+_KEY_KINDS.update(
+    zip(
+        _clean(("items", "type", "required", "enum", "$ref", "$dynamicRef", "$anchor", "$id")),
+        (_ITEMS, _TYPE, _REQUIRED, _ENUM, _REF, _REF, _ANCHOR, _ID),
+        strict=True,
+    )
+)
+#: Strings that need no scan where the quick walk meets them as a type name or the value of
+#: ``$schema``: the type names, and the known dialects (which hold ``://``, a word the
+#: exfiltration pattern needs).
+_CLEAN_WORDS: Final = frozenset(
+    _clean((*_TYPES, *_DIALECTS, *(f"{dialect}#" for dialect in _DIALECTS)))
+)
+#: Scalars of JSON other than strings (``bool`` before ``int``: checked by exact type).
+_SCALARS: Final = frozenset({bool, int, float, type(None)})
+
+
+def _quick_schema(
+    schema: Any, budget: SchemaBudget, texts: list[str], warnings: list[str]
+) -> int | None:
+    """Whether :func:`inspect_schema` would find an ``inputSchema`` without problems, findings
+    aside, within ``budget``, told without building a path.
+
+    The keys and strings of the schema that may need a scan are appended to ``texts``, and the
+    number of characters of the others (known keywords, type names, known dialects) is returned:
+    together they are the report's ``chars`` (the caller scans the texts and compares the
+    characters with ``budget.max_string_chars``). The report's warnings are appended to
+    ``warnings``. None when the schema has a problem, passes a budget of nodes, properties or
+    depth, or holds a value that is not plain JSON (``dict``, ``list``, ``str``, ``int``,
+    ``float``, ``bool``, ``None``, exactly): then :func:`inspect_schema` must say what. The walk
+    is iterative and stops at the first budget passed."""
+    if schema is None:
+        return 0
+    if type(schema) is not dict:
+        return None
+    if not schema:
+        return 0
+    declared = schema.get("$schema")
+    if declared is not None:
+        if type(declared) is not str:
+            return None
+        if declared.rstrip("#") not in _DIALECTS:
+            warnings.append(
+                f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
+                f"(2020-12, draft-07); the schema was checked as 2020-12"
+            )
+    kind = schema.get("type")
+    if kind is None:
+        if "properties" in schema:
+            warnings.append("$: no top-level 'type'; treated as an object schema")
+    elif kind != "object":
+        return None
+    elif len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
+        return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
+
+    max_depth = budget.max_depth
+    max_nodes = budget.max_nodes
+    max_properties = budget.max_properties
+    kinds = _KEY_KINDS.get
+    scalars = _SCALARS
+    types = _TYPES
+    clean = _CLEAN_WORDS
+    append = texts.append
+    extend = texts.extend
+    skipped = 0  # characters of the strings not handed back
+    nodes = 1
+    properties = 0
+    refs: list[str] | None = None
+    anchors: set[str] | None = None
+    nested_id = False
+    #: schema objects to walk, with their level; then JSON values in data position, with theirs
+    schemas: list[tuple[dict[str, Any], int]] = [(schema, 1)]
+    data: list[tuple[Any, int]] = []
+    while schemas:
+        node, level = schemas.pop()
+        nodes += len(node)
+        if nodes > max_nodes:
+            return None
+        deeper = level + 1
+        for key, sub in node.items():
+            what = kinds(key, _FREE)
+            sort = type(sub)
+            if what <= _DIALECT:  # data
+                if what == _FREE:
+                    append(key)
+                else:
+                    skipped += len(key)
+                if sort is str:
+                    if what == _DIALECT and sub in clean:
+                        skipped += len(sub)
+                    else:
+                        append(sub)
+                elif sort is dict or sort is list:
+                    if deeper > max_depth:
+                        return None
+                    data.append((sub, deeper))
+                elif sort not in scalars:
+                    return None
+                continue
+            skipped += len(key)
+            if what == _TYPE:
+                if sort is str:
+                    if sub not in types:
+                        return None
+                    skipped += len(sub)
+                    named_array = sub == "array"
+                elif sort is list:
+                    nodes += len(sub)
+                    if not sub or deeper > max_depth or nodes > max_nodes:
+                        return None
+                    for name in sub:
+                        if type(name) is not str or name not in types:
+                            return None
+                        skipped += len(name)
+                    named_array = "array" in sub
+                else:
+                    return None
+                if named_array and "items" not in node and "prefixItems" not in node:
+                    return None
+            elif what in (_PROPS, _MAP):
+                if sort is not dict:
+                    return None
+                if what == _PROPS:
+                    properties += len(sub)
+                    if properties > max_properties:
+                        return None
+                nodes += len(sub)
+                if nodes > max_nodes:
+                    return None
+                extend(sub)
+                for child in sub.values():
+                    if type(child) is dict:
+                        if deeper > max_depth:
+                            return None
+                        schemas.append((child, deeper))
+                    elif type(child) is not bool:
+                        return None
+            elif what == _ONE or (what == _ITEMS and sort is not list):
+                if sort is dict:
+                    if deeper > max_depth:
+                        return None
+                    schemas.append((sub, deeper))
+                elif sort is not bool:
+                    return None
+            elif what in (_LIST, _ITEMS):
+                if sort is not list:
+                    return None
+                nodes += len(sub)
+                if nodes > max_nodes:
+                    return None
+                for child in sub:
+                    if type(child) is dict:
+                        if deeper > max_depth:
+                            return None
+                        schemas.append((child, deeper))
+                    elif type(child) is not bool:
+                        return None
+            elif what == _REQUIRED:
+                if sort is list:
+                    nodes += len(sub)
+                    if deeper > max_depth or nodes > max_nodes:
+                        return None
+                    for name in sub:
+                        if type(name) is not str:
+                            return None
+                    extend(sub)
+                elif sub is not None:
+                    return None
+            elif what == _ENUM:
+                if sort is list:
+                    if deeper > max_depth:
+                        return None
+                    data.append((sub, deeper))
+                elif sub is not None:
+                    return None
+            elif what == _REF:
+                if sort is not str or not sub.startswith("#"):
+                    return None
+                append(sub)
+                if refs is None:
+                    refs = []
+                refs.append(sub)
+            else:  # $anchor, $id: data with a meaning
+                if what == _ANCHOR and sort is str:
+                    if anchors is None:
+                        anchors = set()
+                    anchors.add(sub)
+                elif what == _ID and level > 1:
+                    nested_id = True
+                if sort is str:
+                    append(sub)
+                elif sort is dict or sort is list:
+                    if deeper > max_depth:
+                        return None
+                    data.append((sub, deeper))
+                elif sort not in scalars:
+                    return None
+    while data:
+        value, level = data.pop()
+        nodes += len(value)
+        if nodes > max_nodes:
+            return None
+        if type(value) is dict:
+            extend(value)
+            value = value.values()
+        deeper = level + 1
+        for sub in value:
+            sort = type(sub)
+            if sort is str:
+                append(sub)
+            elif sort is dict or sort is list:
+                if deeper > max_depth:
+                    return None
+                data.append((sub, deeper))
+            elif sort not in scalars:
+                return None
+    if nodes > max_nodes:
+        return None
+    if refs and not nested_id:
+        for ref in refs:
+            fragment = unquote(ref[1:])
+            if fragment == "" or (
+                not fragment.startswith("/") and anchors is not None and fragment in anchors
+            ):
+                continue
+            if not fragment.startswith("/") or not _resolves(schema, fragment):
+                return None
+    return skipped
 
 
 # --------------------------------------------------------------------------- one tool
@@ -818,6 +1274,150 @@ def _clean_annotations(entry: dict[str, Any], warn: list[str]) -> dict[str, Any]
     return {**entry, "annotations": kept}
 
 
+def _nests_past(entry: Mapping[str, Any], limit: int) -> bool:
+    """Whether a value of ``entry`` other than its ``inputSchema`` nests more than ``limit``
+    levels of arrays and objects (the value of an entry's key is level 1): the arrays and
+    objects of each level are gathered in one pass over the level before, so each is looked at
+    once, and the walk stops at level ``limit + 1``."""
+    level = [
+        value
+        for key, value in entry.items()
+        if key != "inputSchema" and isinstance(value, dict | list)
+    ]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        depth += 1
+    return False
+
+
+def _nesting_past(entry: Mapping[str, Any], limit: int, path: str) -> str | None:
+    """Where a value of ``entry`` other than its ``inputSchema`` (which :func:`inspect_schema`
+    bounds) nests more than ``limit`` levels of arrays and objects (the value of an entry's key
+    is level 1), as a path that starts with ``path``; None when nothing does. Iterative, and each
+    array or object is looked at once, so a hostile depth costs no stack and bounded time."""
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [
+        (value, 1, ((), key))
+        for key, value in entry.items()
+        if key != "inputSchema" and isinstance(value, dict | list)
+    ]
+    while stack:
+        node, level, link = stack.pop()
+        if level > limit:
+            keys: list[Any] = []
+            while link:
+                link, key = link
+                keys.append(key)
+            for key in reversed(keys):
+                path = _child(path, key) if isinstance(key, str) else f"{path}[{key}]"
+            return path
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend(
+            (child, level + 1, (link, key))
+            for key, child in children
+            if isinstance(child, dict | list)
+        )
+    return None
+
+
+#: ASCII characters the hidden-characters pattern may match (the C0 controls but tab, newline
+#: and carriage return, and DEL).
+_ASCII_CONTROLS: Final = tuple(
+    chr(code) for code in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)
+)
+
+
+#: Per pattern, in :data:`PATTERNS` order: the groups of needed words after the first, each as
+#: one search for any of its words (in folded text).
+_SCAN_LATER: Final = tuple(
+    (pattern, tuple(re.compile("|".join(map(re.escape, group))) for group in (needs or ())[1:]))
+    for pattern, needs in _SCAN_ORDER
+)
+
+
+def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
+    """The tools, by their index in ``starts`` and ``ends``, that some pattern may match, of a
+    batch of tools whose texts are among ``texts``: tool ``k``'s texts are the part
+    ``starts[k]:ends[k]`` of ``"\n".join(texts) + "\n"`` (each followed by its newline); the parts
+    come in order and do not overlap (texts between them belong to no tool of the batch).
+
+    A tool left out matches no pattern with any of its texts, so :func:`check_tool` would find
+    nothing in it. Each word pattern is looked for through the words it needs (:data:`_NEEDS`)
+    in the whole batch at once, the hidden-characters pattern through the characters it may be
+    after (fast substring and character searches); only a tool that has what a pattern needs is
+    searched with the pattern, over its own part of the batch. That search finds a match when
+    one of the tool's texts has one: the texts are separated by newlines, and a newline, like the
+    start or the end of a text, is no word character and in no needed word, so a match in a text
+    is a match in the batch too. (It may also find a match across two texts of the tool, which
+    only sends that tool to the exact check.)"""
+    joined = "\n".join(texts)
+    folded = _fold(joined)
+    if len(folded) != len(joined):  # no character known to Python 3.11 does this (tested)
+        return set(range(len(ends)))
+    find = folded.find
+    last = len(ends)
+    marks = [0] * last  # per tool: a bit per pattern whose first group it has
+    for bit, (_, needs) in enumerate(_SCAN_ORDER):
+        flag = 1 << bit
+        if needs is None:  # the hidden characters
+            if joined.isascii() and not any(char in joined for char in _ASCII_CONTROLS):
+                continue
+            search = _ODD_CHAR.search
+            odd = search(joined)
+            while odd is not None:
+                at = odd.start()
+                tool = bisect_right(ends, at)
+                if tool == last:
+                    break
+                if at >= starts[tool]:
+                    marks[tool] |= flag
+                    odd = search(joined, ends[tool])
+                else:  # between two tools of the batch
+                    odd = search(joined, starts[tool])
+            continue
+        for word in needs[0]:
+            at = find(word)
+            while at >= 0:
+                tool = bisect_right(ends, at)
+                if tool == last:
+                    break
+                if at >= starts[tool]:
+                    marks[tool] |= flag
+                    at = find(word, ends[tool])
+                else:  # between two tools of the batch
+                    at = find(word, starts[tool])
+    suspects: set[int] = set()
+    for tool, flags in enumerate(marks):
+        if not flags:
+            continue
+        start = starts[tool]
+        end = ends[tool]
+        for bit, (pattern, later) in enumerate(_SCAN_LATER):
+            if not flags >> bit & 1:
+                continue
+            if any(group.search(folded, start, end) is None for group in later):
+                continue
+            if pattern.regex.search(joined, start, end) is not None:
+                suspects.add(tool)
+                break
+    return suspects
+
+
+_NAME_RULE_WARNING: Final = (
+    "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
+    "it is registered under a sanitized name"
+)
+#: Keys of an entry whose values cannot nest (after decoding).
+_FLAT_KEYS: Final = frozenset({"name", "title", "description", "inputSchema"})
+
+
 def check_listing(
     raw_tools: Iterable[Any],
     *,
@@ -835,20 +1435,33 @@ def check_listing(
     every tool, exclusion wins). An entry that is not an object or has no string name is refused
     (its position is named); an absent or ``{}`` ``inputSchema`` becomes ``{"type": "object"}``;
     annotation hints that are not booleans are dropped with a warning; an entry that does not
-    decode as a Tool is refused with the decoder's message; then :func:`check_tool` decides.
-    The whole listing checks at most ``max_listing_chars`` characters of text (about a second
-    of work at the default); the tools past it are refused as not checked. The work is CPU
-    bound: the runtime runs this in a worker thread (``trio.to_thread.run_sync``) so that a
+    decode as a Tool is refused with the decoder's message; an entry with a value nested more
+    than ``2 * budget.max_depth`` levels deep outside its ``inputSchema`` (``outputSchema``,
+    ``_meta``, unknown keys...) is refused as too deeply nested; then :func:`check_tool`
+    decides. The whole listing checks at most ``max_listing_chars`` characters of text (about a
+    second of work at the default); the tools past it are refused as not checked. The work is
+    CPU bound: the runtime runs this in a worker thread (``trio.to_thread.run_sync``) so that a
     hostile listing cannot stall the event loop. Never raises for any JSON input.
+
+    The outcome is the one :func:`check_tool` gives tool by tool, found faster: each tool's
+    schema is first walked by :func:`_quick_schema` and the injection scan of all tools is done
+    in one batch (:func:`_suspects`); a tool that either of them cannot clear is checked by
+    :func:`check_tool` itself.
     """
-    tools: list[Tool] = []
-    used = 0
-    refused: list[ToolRefusal] = []
-    warnings: list[ToolWarning] = []
-    excluded: list[str] = []
+    filtering = include is not None or bool(exclude)
+    quick = policy in ("block", "warn")  # else check_tool says what is wrong with it
+    depth_limit = 2 * budget.max_depth
+    flat_keys = _FLAT_KEYS
+    # First pass: decode each entry; walk each schema the quick way, gathering the texts to
+    # scan. records: per entry, in order, a refusal, an excluded name, (tool, name, notes) for a
+    # tool for check_tool, or (tool, name, notes, warnings, start, heads, stop, skipped) for a
+    # tool the quick walk cleared: its texts are texts[start:stop] (the name, titles and
+    # description up to heads), plus skipped characters of known words.
+    records: list[Any] = []
+    texts: list[str] = []
     for index, entry in enumerate(raw_tools):
         if not isinstance(entry, dict):
-            refused.append(
+            records.append(
                 ToolRefusal(
                     server=server,
                     tool=None,
@@ -860,7 +1473,7 @@ def check_listing(
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             got = "an empty string" if name == "" else json_kind(name)
-            refused.append(
+            records.append(
                 ToolRefusal(
                     server=server,
                     tool=None,
@@ -868,43 +1481,145 @@ def check_listing(
                 )
             )
             continue
-        if not _included(name, include, exclude):
-            excluded.append(name)
+        if filtering and not _included(name, include, exclude):
+            records.append(name)
             continue
         notes: list[str] = []
-        entry = _clean_annotations(entry, notes)
-        if entry.get("inputSchema") in (None, {}):
+        if "annotations" in entry:
+            entry = _clean_annotations(entry, notes)
+        schema = entry.get("inputSchema")
+        if schema is None or schema == {}:
             entry = {**entry, "inputSchema": {"type": "object"}}
-        try:
-            tool = structure(entry, Tool, path=f"$.tools[{index}]")
-        except InvalidMessage as exc:
-            refused.append(
-                ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
-            )
+        tool = fast_tool(entry)
+        if tool is None:
+            try:
+                tool = structure(entry, Tool, path=f"$.tools[{index}]")
+            except InvalidMessage as exc:
+                records.append(
+                    ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
+                )
+                continue
+        if not entry.keys() <= flat_keys and _nests_past(entry, depth_limit):
+            deep = _nesting_past(entry, depth_limit, f"$.tools[{index}]")
+            if deep is not None:  # always: _nests_past said so
+                records.append(
+                    ToolRefusal(
+                        server=server,
+                        tool=name,
+                        reason=f"too deeply nested to accept: more than {depth_limit:,} levels "
+                        f"of arrays and objects (at {_short(deep)})",
+                    )
+                )
+                continue
+        if quick:
+            # What check_tool scans: the name (separators as spaces), titles, description.
+            if len(name) <= 128 and name.isascii() and name.isidentifier():
+                warnings: list[str] = []
+                if "__" in name:
+                    texts.append(_NAME_SEPARATORS.sub(" ", name))
+                else:
+                    texts.append(name.replace("_", " "))
+            else:
+                warnings = [] if _SEP986.fullmatch(name) else [_NAME_RULE_WARNING]
+                texts.append(_NAME_SEPARATORS.sub(" ", name))
+            start = len(texts) - 1
+            if tool.title:
+                texts.append(tool.title)
+            if tool.annotations is not None and tool.annotations.title:
+                texts.append(tool.annotations.title)
+            if tool.description:
+                texts.append(tool.description)
+            heads = len(texts)
+            schema_warnings: list[str] = []
+            skipped = _quick_schema(tool.input_schema, budget, texts, schema_warnings)
+            if skipped is not None:
+                if schema_warnings:
+                    warnings += [f"inputSchema {warning}" for warning in schema_warnings]
+                records.append((tool, name, notes, warnings, start, heads, len(texts), skipped))
+                continue
+            del texts[start:]
+        records.append((tool, name, notes))
+
+    # Second pass, in listing order: the listing's budget of text, and check_tool for the
+    # tools the quick walk did not clear. The batch: the records of the cleared tools, and
+    # where their texts start and end in "\n".join(texts).
+    prefix = [0, *accumulate(map(len, texts))]
+    batch: list[tuple[int, int]] = []  # (place in records, chars limit)
+    starts: list[int] = []
+    ends: list[int] = []
+    max_string_chars = budget.max_string_chars
+    used = 0
+    for place, record in enumerate(records):
+        if type(record) is not tuple:
             continue
         remaining = max_listing_chars - used
         if remaining <= 0:
-            refused.append(
-                ToolRefusal(
-                    server=server,
-                    tool=name,
-                    reason=f"not checked: the listing passed the {max_listing_chars:,} "
-                    f"characters of text checked per listing (max_listing_chars)",
-                )
+            records[place] = ToolRefusal(
+                server=server,
+                tool=record[1],
+                reason=f"not checked: the listing passed the {max_listing_chars:,} "
+                f"characters of text checked per listing (max_listing_chars)",
             )
             continue
-        tool_budget = budget
-        if remaining < budget.max_string_chars:
-            tool_budget = attrs.evolve(budget, max_string_chars=remaining)
-        verdict = check_tool(tool, policy=policy, budget=tool_budget)
+        limit = max_string_chars if remaining >= max_string_chars else remaining
+        if len(record) == 8:
+            start, heads, stop, skipped = record[4:]
+            first = prefix[start]
+            head = prefix[heads] - first
+            chars = prefix[stop] - first + skipped
+            if chars - head <= limit and head <= limit:  # else check_tool says "too large"
+                used += chars
+                batch.append((place, limit))
+                starts.append(first + start)
+                ends.append(prefix[stop] + stop)
+                continue
+        tool, name, notes = record[:3]
+        verdict = check_tool(tool, policy=policy, budget=_budget_for(budget, limit))
         used += verdict.checked_chars
-        warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in notes)
-        warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in verdict.warnings)
-        refusal = verdict.refusal(server)
-        if refusal is not None:
-            refused.append(refusal)
+        records[place] = (tool, name, notes, verdict.warnings, verdict.refusal(server))
+
+    # Third pass: the scan of the batch; check_tool for the tools it cannot clear.
+    if batch:
+        for suspect in _suspects(texts, starts, ends):
+            place, limit = batch[suspect]
+            tool, name, notes = records[place][:3]
+            verdict = check_tool(tool, policy=policy, budget=_budget_for(budget, limit))
+            records[place] = (tool, name, notes, verdict.warnings, verdict.refusal(server))
+    return _assemble(server, records)
+
+
+def _budget_for(budget: SchemaBudget, max_string_chars: int) -> SchemaBudget:
+    """``budget`` with at most ``max_string_chars`` characters of text."""
+    if max_string_chars == budget.max_string_chars:
+        return budget
+    return attrs.evolve(budget, max_string_chars=max_string_chars)
+
+
+def _assemble(server: str, records: list[Any]) -> ListingCheck:
+    """The :class:`ListingCheck` of :func:`check_listing`'s records, in listing order."""
+    tools: list[Tool] = []
+    refused: list[ToolRefusal] = []
+    warnings: list[ToolWarning] = []
+    excluded: list[str] = []
+    for record in records:
+        if type(record) is ToolRefusal:
+            refused.append(record)
+        elif isinstance(record, str):  # excluded by the filters
+            excluded.append(record)
         else:
-            tools.append(tool)
+            if len(record) == 8:  # cleared by the quick walk and the batch scan
+                tool, name, notes, messages = record[:4]
+                refusal = None
+            else:  # checked by check_tool
+                tool, name, notes, messages, refusal = record
+            if notes:
+                warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in notes)
+            if messages:
+                warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in messages)
+            if refusal is None:
+                tools.append(tool)
+            else:
+                refused.append(refusal)
     return ListingCheck(
         tools=tuple(tools),
         refused=tuple(refused),

@@ -76,3 +76,11 @@ def test_names_that_need_no_replacement_are_kept_as_they_are() -> None:
     assert registered_name("s", "read_file_2") == "mcp_s_read_file_2"
     assert registered_name("s", "if") == "mcp_s_if"  # a keyword is still a plain name
     assert registered_name("9", "x", prefix="") == "_9_x"
+
+
+def test_a_hostile_name_gives_a_bounded_name() -> None:
+    tool = "x" * 10_000_000 + "é"
+    name = registered_name("s", tool)
+    assert len(name) == 64
+    assert name.startswith("mcp_s_xxx")
+    assert re.fullmatch(r"[A-Za-z0-9_]+", name)

@@ -11,6 +11,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   ├── HttpStatusError              an HTTP server answered 3xx/4xx/5xx (status, body excerpt)
     │   └── TransportClosed              the peer went away
     │       ├── ServerDisconnected       what a waiting call sees when its connection ends
+    │       │                            (also a CallError: it says whether it was ``sent``)
     │       └── SessionExpired           the HTTP server ended our session (404, or 400 "no valid
     │                                    session"); the session re-initializes
     ├── ProtocolError                    abstract: never raised as such
@@ -22,6 +23,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │       ├── SchemaTooLarge           a tool's JSON Schema is too big or deep to check safely
     │       └── UnsupportedVersion       the server answered a protocol revision we refuse
     ├── CallError                        one call failed; carries server, method, request_id
+    │   ├── ServerDisconnected           (see above) its connection ended before its answer
     │   ├── RpcError                     the server answered with a JSON-RPC error
     │   │   ├── ParseError               -32700
     │   │   ├── InvalidRequest           -32600
@@ -114,6 +116,26 @@ class McpTransportConfigError(ConfigError):
     transport type."""
 
 
+# --------------------------------------------------------------------------- calls (the base)
+
+
+class CallError(McpError):
+    """One call failed. ``server``, ``method`` and ``request_id`` say which, when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.server = server
+        self.method = method
+        self.request_id = request_id
+
+
 # --------------------------------------------------------------------------- transport
 
 
@@ -148,17 +170,25 @@ class TransportClosed(TransportError):
     """The connection ended: the peer closed it, crashed, or we closed it."""
 
 
-class ServerDisconnected(TransportClosed):
+class ServerDisconnected(CallError, TransportClosed):
     """The connection of a call ended before its answer arrived.
 
     ``sent`` says whether the request had been written before the connection ended. A call that
     was never sent is safe to retry; one that was sent has an unknown outcome and trio-mcp never
-    re-sends it on its own.
+    re-sends it on its own. It is a :class:`CallError` too, with ``server``, ``method`` and
+    ``request_id``.
     """
 
-    def __init__(self, message: str, *, server: str | None = None, sent: bool = False) -> None:
-        super().__init__(message)
-        self.server = server
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        sent: bool = False,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
         self.sent = sent
 
 
@@ -268,23 +298,6 @@ class UnsupportedVersion(RemoteProtocolError):
 
 
 # --------------------------------------------------------------------------- calls
-
-
-class CallError(McpError):
-    """One call failed. ``server``, ``method`` and ``request_id`` say which, when known."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        server: str | None = None,
-        method: str | None = None,
-        request_id: int | str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.server = server
-        self.method = method
-        self.request_id = request_id
 
 
 class RpcError(CallError):

@@ -94,7 +94,9 @@ def test_agent_host_with_open_runtime(tmp_path: Path) -> None:
     ) in lines
     assert "Session cancelled: True" in lines
     for server in ("notes", "weather", "desk"):
-        assert f"  [event] {server}: ready -> stopped" in lines
+        # the tools are withdrawn while it is still READY, then its transport is closed
+        assert f"  [event] {server}: ready -> stopping" in lines
+        assert f"  [event] {server}: stopping -> stopped" in lines
     assert "Shut down: every server stopped, all 3 server processes gone." in lines
 
 
@@ -114,7 +116,9 @@ def test_agent_host_in_the_hosts_nursery(tmp_path: Path) -> None:
         "A call after aclose(): RuntimeClosed: the runtime is closed; open a new one to make calls"
     ) in lines
     for server in ("notes", "weather", "desk"):
-        assert f"  [event] {server}: ready -> stopped" in lines
+        # the tools are withdrawn while it is still READY, then its transport is closed
+        assert f"  [event] {server}: ready -> stopping" in lines
+        assert f"  [event] {server}: stopping -> stopped" in lines
     assert "Shut down: every server stopped, all 2 server processes gone." in lines
 
 
@@ -161,7 +165,8 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "{'roots': {'listChanged': False}, 'sampling': {}, 'elicitation': {'form': {}}}" in lines
     assert "1 root, a short summary, markdown" in lines
     assert "demo: connecting -> ready" in lines
-    assert "demo: ready -> stopped" in lines
+    assert "demo: ready -> stopping" in lines
+    assert "demo: stopping -> stopped" in lines
     assert "demo ready 2025-11-25 2" in lines
     assert "Read me first." in lines
     assert "user Review this python code." in lines

@@ -580,9 +580,17 @@ class PendingCalls:
     def _request_failed(self, request_id: RequestId, error: McpError, sent: bool) -> None:
         """The transport failed one request on its own (an HTTP error status, a response stream
         lost): fail that call with it, never disguised as a JSON-RPC error."""
+        entry = self._entries.get(request_id)
+        if entry is None:
+            return
+        method = entry.waiter.method
         if isinstance(error, ServerDisconnected):
             failure: McpError = ServerDisconnected(
-                f"server {self.server!r}: {error}", server=self.server, sent=sent
+                f"server {self.server!r}: {error}",
+                server=self.server,
+                sent=sent,
+                method=method,
+                request_id=request_id,
             )
             failure.__cause__ = error
         elif isinstance(error, HttpStatusError):
@@ -592,10 +600,7 @@ class PendingCalls:
             failure.__cause__ = error
         else:
             failure = error
-        entry = self._entries.get(request_id)
-        if entry is None:
-            return
-        self._log.info("%s (request %r) failed: %s", entry.waiter.method, request_id, failure)
+        self._log.info("%s (request %r) failed: %s", method, request_id, failure)
         self._conn.forget(request_id)
         self._failed_total += 1
         self._resolve(request_id, outcome.Error(failure))
@@ -618,6 +623,8 @@ class PendingCalls:
                         "flight: the outcome is unknown and the request is not re-sent",
                         server=self.server,
                         sent=True,
+                        method=method,
+                        request_id=request_id,
                     )
                 ),
             )
@@ -660,6 +667,8 @@ class PendingCalls:
             f"server {self.server!r} disconnected during {waiter.method} ({reason}), {what}",
             server=self.server,
             sent=sent,
+            method=waiter.method,
+            request_id=waiter.request_id,
         )
         exc.__cause__ = error
         return exc

@@ -317,10 +317,9 @@ class Runtime:
         if tool is None:
             for owner in self._possible_owners(name):
                 supervisor = self._supervisors[owner]
-                if supervisor.state is ServerState.READY:
-                    await self._registered(supervisor)  # READY: its tools are on their way
-                else:
-                    await self._session_for(owner, wait_ready)
+                if supervisor.state is not ServerState.READY:
+                    await self._session_for(owner, wait_ready)  # ServerUnavailable unless READY
+                await self._registered(supervisor)  # READY: its tools are on their way
             tool = self._registry.view.get(name)
         if tool is None:
             raise ToolNotFound(
@@ -371,6 +370,18 @@ class Runtime:
             return False
         status = supervisor.status()
         return self._registry.view.generations.get(supervisor.name, -1) >= status.generation
+
+    async def _settled(self, supervisor: ServerSupervisor) -> None:
+        """Wait until ``supervisor``'s server is READY with its tools registered (and its
+        connection alive), or settled in another state."""
+        while True:
+            await supervisor.wait_state(lambda s: s in SETTLED)
+            if supervisor.state is ServerState.READY and not supervisor.accepts_calls:
+                # its connection just ended: the tools are being withdrawn
+                await supervisor.wait_state(lambda s: s is not ServerState.READY)
+                continue
+            await self._registered(supervisor)
+            return
 
     async def _registered(self, supervisor: ServerSupervisor) -> None:
         """Wait (briefly: one step of the registry) until a READY server's tools are in the
@@ -485,15 +496,17 @@ class Runtime:
         watched = [self._supervisor(name) for name in names]
         with trio.move_on_after(math.inf if timeout is None else timeout) as waited:
             for supervisor in watched:
-                await supervisor.wait_state(lambda s: s in SETTLED)
-                await self._registered(supervisor)
+                await self._settled(supervisor)
         view = self._registry.view
         statuses = {s.name: s.status(view) for s in watched}
         not_settled = tuple(
             s.name
             for s in watched
             if statuses[s.name].state not in SETTLED
-            or (statuses[s.name].state is ServerState.READY and not self._is_registered(s))
+            or (
+                statuses[s.name].state is ServerState.READY
+                and not (s.accepts_calls and self._is_registered(s))
+            )
         )
         return ReadyReport(
             statuses=MappingProxyType(statuses),

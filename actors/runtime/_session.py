@@ -383,6 +383,7 @@ class Session:
             "to retry",
             server=self.server,
             sent=False,
+            method=method,
         )
 
     def _tell_cancelled(self, request_id: int, method: str) -> None:

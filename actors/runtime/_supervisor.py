@@ -553,11 +553,13 @@ class ServerSupervisor:
             self._maybe_stopped()
 
     def _stop(self) -> None:
+        """Stop for good: cancel the connection, withdraw the tools; a READY server stays
+        READY (accepting no call) until the registry has withdrawn them, then STOPPING until
+        the transport is closed, then STOPPED."""
         if self._stopping:
             return
         self._stopping = True
         self._next_attempt_at = None
-        self._set_state(ServerState.STOPPING)
         if self._running_scope is not None:
             self._running_scope.cancel()
         if self._withdrawing is None:
@@ -566,9 +568,13 @@ class ServerSupervisor:
         self._maybe_stopped()
 
     def _maybe_stopped(self) -> None:
-        if self._stopping and self._running is None and self._withdrawing is None:
+        if not self._stopping or self._withdrawing is not None:
+            return  # a READY server leaves READY only once its tools are withdrawn
+        if self._running is None:
             self._set_state(ServerState.STOPPED)
             self._finished = True
+        elif self._state is not ServerState.STOPPING:
+            self._set_state(ServerState.STOPPING)
 
     def _to_registry(self, msg: ReplaceTools | WithdrawServer) -> None:
         """Hand ``msg`` to the registry: now, or (its mailbox full) from a task of the

@@ -236,10 +236,19 @@ def test_repr_never_shows_env_or_header_values(values: dict[str, str]) -> None:
 SKIPPED = "skipped: execution.networkPolicy is 'deny' (set it to 'allow' to connect URL servers)"
 
 
-async def test_deny_disables_a_url_server_and_says_why() -> None:
-    published: list[object] = []
+class _Published:
+    def __init__(self) -> None:
+        self.events: list[object] = []
 
-    def no_transport(config: ServerConfig, on_stderr: Callable[[str], None]) -> Any:
+    def publish(self, event: object) -> None:
+        self.events.append(event)
+
+
+async def test_deny_disables_a_url_server_and_says_why() -> None:
+    events = _Published()
+    published = events.events
+
+    def no_transport(config: ServerConfig, sink: Any) -> Any:
         raise AssertionError(f"{config.name} must not be connected")
 
     supervisor = ServerSupervisor(
@@ -248,7 +257,7 @@ async def test_deny_disables_a_url_server_and_says_why() -> None:
         registry=Registry(),
         callbacks=HostCallbacks(),
         open_transport=no_transport,
-        publish=published.append,
+        events=events,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)

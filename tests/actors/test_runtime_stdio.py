@@ -59,7 +59,11 @@ async def test_a_crash_fails_the_call_and_the_server_comes_back() -> None:
             assert info.value.sent is True
             assert "exited with code 3" in str(info.value)
             assert "proc server starting" in str(info.value)  # the stderr tail
-            while rt.status()["proc"].state is not ServerState.READY:
+            while not (
+                rt.status()["proc"].state is ServerState.READY
+                and rt.status()["proc"].generation == 2
+                and "mcp_proc_echo" in rt.tools()
+            ):
                 await rt.wait_tools_changed(rt.tools_version)
             second = rt.status()["proc"].pid
             assert second is not None

@@ -14,6 +14,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.invariants import ToolsOnlyWhenReady
 from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, open_runtime
 from trio_mcp.actors.testing import ChaosPolicy, FakeServer, FakeTool, chaos_transport_factory
 from trio_mcp.protocol import (
@@ -49,6 +50,8 @@ def run_scenario(policy: ChaosPolicy, calls: int) -> dict[str, int]:
         retry = RetryPolicy(jitter=0.0, reconnect_max=4, first_connect_delays=(1, 1, 1))
         with trio.fail_after(10_000):  # a hang would be an instant failure under autojump
             async with open_runtime(RuntimeConfig(servers=(server,), retry=retry)) as rt:
+                invariant = ToolsOnlyWhenReady(rt)
+                trio.lowlevel.add_instrument(invariant)
                 await rt.wait_ready(timeout=30)
                 for n in range(calls):
                     try:
@@ -59,11 +62,17 @@ def run_scenario(policy: ChaosPolicy, calls: int) -> dict[str, int]:
                         kind = "result"
                         assert result.text == f'{{"n":{n}}}'
                     outcomes[kind] = outcomes.get(kind, 0) + 1
-            # leaving the runtime closed every connection
+                # every call has ended, and none is left in the table of the live connection
+                await trio.testing.wait_all_tasks_blocked()
+                supervisor = rt._supervisors["s"]
+                if supervisor.accepts_calls:
+                    assert supervisor.ready_session().statistics().outstanding == 0
+            trio.lowlevel.remove_instrument(invariant)
+            # leaving the runtime closed every connection and withdrew every tool
             assert fake.connections == 0
-            for supervisor in rt._supervisors.values():
-                session = supervisor.session
-                assert session is None or len(session.pending) == 0
+            assert rt.tools() == {}
+            assert invariant.checks > 0
+            assert invariant.violations == []
 
     trio.run(scenario, clock=trio.testing.MockClock(autojump_threshold=0))
     return outcomes

@@ -1,0 +1,39 @@
+"""Invariants of the runtime, checked while it runs.
+
+:class:`ToolsOnlyWhenReady` is a trio Instrument that, after every task step, compares what the
+registry published (``rt.tools()``) with what the supervisors published (``rt.status()``): no tool
+of a server that is not READY may be in any published view. Install it with
+``trio.lowlevel.add_instrument`` for the life of a runtime; it records each violation (and the
+task step after which it was seen) instead of raising inside the scheduler.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from trio_mcp.actors import Runtime, ServerState
+
+
+class ToolsOnlyWhenReady(trio.abc.Instrument):
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.violations: list[str] = []
+        self.checks = 0
+
+    def after_task_step(self, task: trio.lowlevel.Task) -> None:
+        self.check(task.name)
+
+    def check(self, after: str = "") -> None:
+        self.checks += 1
+        runtime = self.runtime
+        tools = runtime.tools()
+        if not tools:
+            return
+        states = {name: s.state for name, s in runtime._supervisors.items()}
+        for name, tool in tools.items():
+            state = states.get(tool.server)
+            if state is not ServerState.READY:
+                self.violations.append(
+                    f"{name} of server {tool.server!r} is registered while the server is "
+                    f"{state} (after a step of {after})"
+                )

@@ -1,4 +1,6 @@
-"""The in-memory transport pair: delivery, closing semantics, buffering and counters."""
+"""The in-memory transport pair: delivery, closing semantics (ConnectionEnded into the peer's
+sink), the byte budget of each end's channel, a client end whose frames go to a given sink, the
+InboxReader semantics of ``receive()``, and counters."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import trio
 import trio.testing
 
 from trio_mcp.protocol._errors import TransportClosed
-from trio_mcp.transports._base import Transport, TransportInfo
+from trio_mcp.transports._base import ConnectionEnded, Inbound, Transport, TransportInfo
+from trio_mcp.transports._channel import ByteChannel
 from trio_mcp.transports._memory import (
     MemoryTransport,
     MemoryTransportStatistics,
@@ -123,10 +126,10 @@ async def test_closing_wakes_a_receive_waiting_on_the_peer() -> None:
     assert outcome == [TransportClosed]
 
 
-async def test_a_full_buffer_makes_the_sender_wait_until_the_peer_receives(
+async def test_a_full_channel_makes_the_sender_wait_until_the_peer_receives(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    client, server = memory_transport_pair(max_buffer=2)
+    client, server = memory_transport_pair(max_bytes=2)
     await client.send(b"1")
     await client.send(b"2")
     sent_at: list[float] = []
@@ -145,8 +148,24 @@ async def test_a_full_buffer_makes_the_sender_wait_until_the_peer_receives(
     assert [await server.receive(), await server.receive()] == [b"2", b"3"]
 
 
-async def test_a_sender_blocked_on_a_full_buffer_fails_when_the_peer_closes() -> None:
-    client, server = memory_transport_pair(max_buffer=0)
+async def test_the_budget_is_in_bytes_and_one_big_frame_always_passes() -> None:
+    client, server = memory_transport_pair(max_bytes=10)
+    client.send_nowait(b"x" * 100)  # bigger than the budget, but the channel is empty
+    with pytest.raises(trio.WouldBlock):
+        client.send_nowait(b"y")
+    assert await server.receive() == b"x" * 100
+    client.send_nowait(b"a" * 6)
+    client.send_nowait(b"b" * 4)
+    with pytest.raises(trio.WouldBlock):
+        client.send_nowait(b"c")
+    assert await server.receive() == b"a" * 6
+    client.send_nowait(b"c")
+    assert [await server.receive(), await server.receive()] == [b"b" * 4, b"c"]
+
+
+async def test_a_sender_blocked_on_a_full_channel_fails_when_the_peer_closes() -> None:
+    client, server = memory_transport_pair(max_bytes=1)
+    client.send_nowait(b"1")
     failures: list[str] = []
 
     async def sender() -> None:
@@ -160,6 +179,33 @@ async def test_a_sender_blocked_on_a_full_buffer_fails_when_the_peer_closes() ->
         await trio.testing.wait_all_tasks_blocked()
         await server.aclose()
     assert failures == ["cannot send on client end of memory pair: the peer closed the connection"]
+    assert client.statistics().sent == 1
+
+
+async def test_a_sender_blocked_on_a_full_channel_fails_when_its_own_end_closes() -> None:
+    client, server = memory_transport_pair(max_bytes=1)
+    client.send_nowait(b"1")
+    failures: list[str] = []
+
+    async def sender() -> None:
+        try:
+            await client.send(b"stuck")
+        except TransportClosed as exc:
+            failures.append(str(exc))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender)
+        await trio.testing.wait_all_tasks_blocked()
+        await client.aclose()
+    # It was this end that closed, so the error says so (as for a send after the close).
+    assert failures == [
+        "cannot send on client end of memory pair: it was closed on this side; "
+        "open a new connection"
+    ]
+    # The peer's channel was full: it gets the frame already sent, then the end.
+    assert await server.receive() == b"1"
+    with pytest.raises(TransportClosed, match="the connection ended"):
+        await server.receive()
 
 
 async def test_statistics_count_frames() -> None:
@@ -168,7 +214,7 @@ async def test_statistics_count_frames() -> None:
         sent=0, received=0, buffered=0, closed=False
     )
     await client.send(b"a")
-    await client.send(b"b")
+    client.send_nowait(b"b")
     await server.send(b"c")
     assert await server.receive() == b"a"
     assert client.statistics() == MemoryTransportStatistics(
@@ -177,17 +223,21 @@ async def test_statistics_count_frames() -> None:
     assert server.statistics() == MemoryTransportStatistics(
         sent=1, received=1, buffered=1, closed=False
     )
-    # A failed send is not counted.
+    # A failed send is not counted; the end is an item in the peer's inbox.
     await server.aclose()
     with pytest.raises(TransportClosed):
         await client.send(b"d")
-    assert client.statistics().sent == 2
+    with pytest.raises(TransportClosed):
+        client.send_nowait(b"d")
+    assert client.statistics() == MemoryTransportStatistics(
+        sent=2, received=0, buffered=2, closed=False
+    )
 
 
-@pytest.mark.parametrize("bad", [-1, 1.5, True, "8"])
-def test_max_buffer_must_be_a_non_negative_integer(bad: object) -> None:
-    with pytest.raises(ValueError, match=r"max_buffer must be an integer >= 0 \(frames\), got"):
-        memory_transport_pair(max_buffer=bad)  # type: ignore[arg-type]
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8"])
+def test_max_bytes_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"^max_bytes must be an integer >= 1, got "):
+        memory_transport_pair(max_bytes=bad)  # type: ignore[arg-type]
 
 
 async def test_operations_are_checkpoints_even_when_closed() -> None:
@@ -207,39 +257,112 @@ def test_memory_transport_is_the_type_of_both_ends() -> None:
     assert type(server) is MemoryTransport
 
 
-# --------------------------------------------------------------------------- the session's hooks
+# --------------------------------------------------------------------------- send_nowait
 
 
-def test_try_send_hands_a_frame_over_while_there_is_room() -> None:
-    client, server = memory_transport_pair(max_buffer=2)
-    assert client.try_send(b"one") is True
-    assert client.try_send(b"two") is True
-    assert client.try_send(b"three") is False  # the peer's buffer is full: nothing handed over
-    assert server.receive_nowait() == b"one"
-    assert client.try_send(b"three") is True
-    assert [server.receive_nowait(), server.receive_nowait()] == [b"two", b"three"]
-    assert server.receive_nowait() is None
-    assert client.statistics().sent == 3
-    assert server.statistics().received == 3
+def test_send_nowait_hands_a_frame_over_while_there_is_room() -> None:
+    client, server = memory_transport_pair(max_bytes=6)
+    client.send_nowait(b"one")
+    client.send_nowait(b"two", request_id=2)
+    with pytest.raises(trio.WouldBlock):  # the peer's channel is full: nothing handed over
+        client.send_nowait(b"three")
+    assert client.statistics().sent == 2
+    assert server.statistics().buffered == 2
 
 
-async def test_try_send_raises_like_send_once_either_end_is_closed() -> None:
+async def test_send_nowait_raises_like_send_once_either_end_is_closed() -> None:
     client, server = memory_transport_pair()
     await server.aclose()
     with pytest.raises(TransportClosed, match="the peer closed the connection"):
-        client.try_send(b"x")
+        client.send_nowait(b"x")
     await client.aclose()
     with pytest.raises(TransportClosed, match="it was closed on this side"):
-        client.try_send(b"x")
+        client.send_nowait(b"x")
 
 
-async def test_receive_nowait_says_none_at_the_end_and_receive_says_why() -> None:
+# --------------------------------------------------------------------------- the client's sink
+
+
+async def test_the_client_ends_frames_go_to_the_given_sink_then_the_end() -> None:
+    sink = ByteChannel[Inbound](max_bytes=1000)
+    client, server = memory_transport_pair(client_sink=sink, label="s")
+    await server.send(b"one")
+    server.send_nowait(b"two")
+    assert client.statistics().buffered == 0  # nothing in an inbox of its own
+    with pytest.raises(RuntimeError, match="go to the sink it was opened with"):
+        await client.receive()
+    assert sink.receive_nowait() == b"one"
+    assert sink.receive_nowait() == b"two"
+    assert sink.statistics().bytes == 0
+    await server.aclose()
+    end = sink.receive_nowait()
+    assert isinstance(end, ConnectionEnded)
+    assert isinstance(end.error, TransportClosed)
+    assert str(end.error) == "cannot receive on client end of s: the peer closed the connection"
+    assert end.unsent == frozenset()
+    with pytest.raises(trio.EndOfChannel):
+        sink.receive_nowait()
+
+
+async def test_closing_the_client_end_ends_its_own_sink_too() -> None:
+    sink = ByteChannel[Inbound](max_bytes=1000)
+    client, server = memory_transport_pair(client_sink=sink)
+    await server.send(b"one")
+    await client.aclose()
+    assert sink.receive_nowait() == b"one"
+    end = sink.receive_nowait()
+    assert isinstance(end, ConnectionEnded)
+    assert "it was closed on this side" in str(end.error)
+    with pytest.raises(trio.EndOfChannel):
+        sink.receive_nowait()
+    # The server end sees the end as well.
+    with pytest.raises(TransportClosed, match="the peer closed the connection"):
+        await server.receive()
+
+
+async def test_a_full_sink_gets_the_close_alone() -> None:
+    sink = ByteChannel[Inbound](max_bytes=3)
+    client, server = memory_transport_pair(client_sink=sink)
+    server.send_nowait(b"abc")
+    await server.aclose()  # no room for the ConnectionEnded: the sink is closed all the same
+    assert sink.receive_nowait() == b"abc"
+    with pytest.raises(trio.EndOfChannel):
+        sink.receive_nowait()
+    with pytest.raises(TransportClosed):
+        client.send_nowait(b"x")
+
+
+async def test_a_server_end_waits_while_the_clients_sink_is_full() -> None:
+    sink = ByteChannel[Inbound](max_bytes=4)
+    _client, server = memory_transport_pair(client_sink=sink)
+    server.send_nowait(b"full")
+    sent: list[bytes] = []
+    async with trio.open_nursery() as nursery:
+
+        async def sender() -> None:
+            await server.send(b"next")
+            sent.append(b"next")
+
+        nursery.start_soon(sender)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sent == []
+        assert sink.receive_nowait() == b"full"
+    assert sent == [b"next"]
+    assert sink.receive_nowait() == b"next"
+
+
+# --------------------------------------------------------------------------- receive()
+
+
+async def test_receive_raises_the_end_again_on_every_later_call() -> None:
     client, server = memory_transport_pair()
     await client.send(b"last")
     await client.aclose()
-    assert server.receive_nowait() == b"last"
-    assert server.receive_nowait() is None
-    with pytest.raises(TransportClosed, match="the peer closed the connection"):
-        await server.receive()
+    assert await server.receive() == b"last"
+    for _ in range(3):
+        with pytest.raises(TransportClosed, match="the peer closed the connection"):
+            await server.receive()
+    assert server.statistics().received == 1
     await server.aclose()
-    assert server.receive_nowait() is None
+    with pytest.raises(TransportClosed, match="it was closed on this side"):
+        await server.receive()

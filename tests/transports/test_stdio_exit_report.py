@@ -91,7 +91,10 @@ async def fake(monkeypatch: pytest.MonkeyPatch, **overrides: Any) -> AsyncIterat
 
 
 async def script(t: StdioTransport, *commands: str) -> None:
-    await t.send_many([command.encode() for command in commands])
+    """Queue the commands in the outbox at once (the writer sends them in one write)."""
+    for command in commands:
+        t.send_nowait(command.encode())
+    await trio.lowlevel.checkpoint()
 
 
 def report(line: bytes) -> str:

@@ -1,12 +1,18 @@
-"""How a session's frames reach the transport: written by the caller itself on an idle
-connection (``try_send``), or by the writer task, which batches, under load. Either way the
-frames keep their order. On trio's virtual clock against the in-memory fake."""
+"""How a session's requests leave: the caller puts its Expect into the connection's mailbox,
+then its frame into the transport's outbox, then waits. There is no faster path any more: the
+caller never writes itself, the transport's writer does (batching under load).
+
+A real :class:`Session` over a FakeServer memory connection (on trio's virtual clock) or over
+the fake server as a stdio subprocess (the real clock, under ``trio.fail_after``). Some tests
+put a thin transport around the fake's client end, to answer at once, to refuse, or to hold
+the frames back as a full outbox does."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import attrs
@@ -14,55 +20,141 @@ import pytest
 import trio
 import trio.testing
 
-from trio_mcp.actors.config._backoff import RetryPolicy
-from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig, TransportKind
-from trio_mcp.actors.runtime._runtime import open_runtime
+from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
+from trio_mcp.actors.runtime._callbacks import HostCallbacks
+from trio_mcp.actors.runtime._pending import ConnectionLost, PendingItem
+from trio_mcp.actors.runtime._session import Listing, Relisted, Session
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
-from trio_mcp.protocol import ServerDisconnected, TransportClosed
-from trio_mcp.transports._base import TransportInfo
-from trio_mcp.transports._memory import MemoryTransport
+from trio_mcp.protocol import CallTimeout, ServerDisconnected
+from trio_mcp.protocol._errors import McpError, TransportClosed
+from trio_mcp.protocol._jsonrpc import RequestId
+from trio_mcp.transports._base import FrameSink, Transport, TransportInfo
+from trio_mcp.transports._channel import ByteChannel
+from trio_mcp.transports.stdio._stdio import StdioParameters, StdioTransport, open_stdio_transport
 
 Clock = trio.testing.MockClock
+Factory = Callable[[FrameSink], AbstractAsyncContextManager[Transport]]
+
+
+# --------------------------------------------------------------------------- the harness
+
+
+@attrs.define
+class Events:
+    events: list[Any] = attrs.Factory(list)
+
+    def publish(self, event: Any, /) -> None:
+        self.events.append(event)
+
+
+@attrs.define
+class Supervisor:
+    """The supervisor's mailbox, as the session reaches it."""
+
+    items: list[Relisted | ConnectionLost] = attrs.Factory(list)
+
+    def send_nowait(self, value: Relisted | ConnectionLost, /) -> None:
+        self.items.append(value)
+
+    async def send(self, value: Relisted | ConnectionLost, /) -> None:
+        await trio.lowlevel.checkpoint()
+        self.items.append(value)
+
+
+@attrs.define
+class Connection:
+    session: Session
+    transport: Transport
+    mailbox: ByteChannel[PendingItem]
+    supervisor: Supervisor
+    ended: list[McpError]
+
+
+@asynccontextmanager
+async def open_session(
+    factory: Factory, config: ServerConfig, *, mailbox_bytes: int = 256 * 1024
+) -> AsyncIterator[Connection]:
+    """A session over ``factory``'s transport, past its handshake; cancelled at the end."""
+    mailbox = ByteChannel[PendingItem](max_bytes=mailbox_bytes)
+    supervisor = Supervisor()
+    ended: list[McpError] = []
+    async with factory(mailbox) as transport:
+        session = Session(
+            config=config,
+            runtime=RuntimeConfig(),
+            generation=1,
+            transport=transport,
+            mailbox=mailbox,
+            callbacks=HostCallbacks(),
+            events=Events(),
+            supervisor=supervisor,
+        )
+
+        async def run(*, task_status: trio.TaskStatus[Listing] = trio.TASK_STATUS_IGNORED) -> None:
+            try:
+                await session.run(task_status=task_status)
+            except* McpError as group:  # as the supervisor takes it
+                ended.extend(e for e in group.exceptions if isinstance(e, McpError))
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run)
+            yield Connection(session, transport, mailbox, supervisor, ended)
+            nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False)
-class Recording:
-    """A transport around the fake's memory transport that records which path each frame took:
-    ``("direct", method)`` through ``try_send``, ``("writer", method)`` through send/send_many."""
+class Around:
+    """A transport around another one. ``answer_calls``: a tools/call frame is answered at once,
+    from inside send (the answer is in the mailbox before the send returns) and never reaches
+    the server. ``held``: send_nowait declines and send waits for the gate, as with a full
+    outbox. ``broken``: every send raises it."""
 
-    inner: MemoryTransport
-    log: list[tuple[str, str]]
-    refuse_direct: bool = False
-    fail_direct: bool = False
+    inner: Transport
+    mailbox: FrameSink
+    answer_calls: bool = False
+    held: bool = False
+    broken: TransportClosed | None = None
+    gate: trio.Event = attrs.Factory(trio.Event)
+    declined: int = 0
 
     @property
     def info(self) -> TransportInfo:
         return self.inner.info
 
-    def _note(self, path: str, frame: bytes) -> None:
+    def _answered(self, frame: bytes, request_id: RequestId | None) -> bool:
+        """Answer a tools/call frame here and now (``answer_calls``); say whether it was."""
         message = json.loads(frame)
-        self.log.append((path, message.get("method", "response")))
-
-    def try_send(self, frame: bytes) -> bool:
-        if self.fail_direct:
-            raise TransportClosed("the pipe broke")
-        if self.refuse_direct:
+        if not (self.answer_calls and message.get("method") == "tools/call"):
             return False
-        sent = self.inner.try_send(frame)
-        if sent:
-            self._note("direct", frame)
-        return sent
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+        data = json.dumps(answer).encode()
+        self.mailbox.send_nowait(data, len(data))
+        return True
 
-    async def send(self, frame: bytes) -> None:
-        if self.fail_direct:
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        if self.broken is not None:
+            raise self.broken
+        if self.held:
+            self.declined += 1
+            raise trio.WouldBlock
+        if self.answer_calls and self._answered(frame, request_id):
+            return
+        try:
+            self.inner.send_nowait(frame, request_id)
+        except trio.WouldBlock:
+            self.declined += 1
+            raise
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        if self.broken is not None:
             await trio.lowlevel.checkpoint()
-            raise TransportClosed("the pipe broke")
-        self._note("writer", frame)
-        await self.inner.send(frame)
-
-    async def send_many(self, frames: list[bytes]) -> None:
-        for frame in frames:
-            await self.send(frame)
+            raise self.broken
+        if self.held:
+            await self.gate.wait()
+        if self._answered(frame, request_id):
+            await trio.lowlevel.checkpoint()
+            return
+        await self.inner.send(frame, request_id)
 
     async def receive(self) -> bytes:
         return await self.inner.receive()
@@ -71,90 +163,249 @@ class Recording:
         await self.inner.aclose()
 
 
-def recorded(fake: FakeServer, log: list[tuple[str, str]], **flags: bool) -> ServerConfig:
+def around(fake: FakeServer, found: list[Around], **options: Any) -> Factory:
     @asynccontextmanager
-    async def factory() -> AsyncIterator[Recording]:
-        async with fake.connect() as inner:
-            yield Recording(inner, log, **flags)
-
-    return ServerConfig(name=fake.name, type=TransportKind.CUSTOM, transport_factory=factory)
-
-
-def config(*servers: ServerConfig, **options: Any) -> RuntimeConfig:
-    return RuntimeConfig(servers=servers, retry=RetryPolicy(jitter=0.0), **options)
-
-
-async def test_an_idle_connection_writes_from_the_caller(autojump_clock: Clock) -> None:
-    fake = FakeServer(name="s", tools=[FakeTool("t")])
-    log: list[tuple[str, str]] = []
-    async with open_runtime(config(recorded(fake, log))) as rt:
-        await rt.wait_ready()
-        for _ in range(3):
-            assert (await rt.call("mcp_s_t")).text == "{}"
-    # initialize goes out alone (direct); the initialized notification through the writer, and
-    # tools/list, made while that notification was still queued, behind it.
-    assert log[:3] == [
-        ("direct", "initialize"),
-        ("writer", "notifications/initialized"),
-        ("writer", "tools/list"),
-    ]
-    assert log[3:] == [("direct", "tools/call")] * 3
-    assert [method for method, _ in fake.requests] == ["initialize", "tools/list"] + [
-        "tools/call"
-    ] * 3
-
-
-async def test_calls_in_flight_go_through_the_writer(autojump_clock: Clock) -> None:
-    fake = FakeServer(name="s", tools=[FakeTool("t")])
-    log: list[tuple[str, str]] = []
-    async with open_runtime(config(recorded(fake, log))) as rt:
-        await rt.wait_ready()
-        log.clear()
-        fake.requests.clear()
-        async with trio.open_nursery() as nursery:
-            for i in range(8):
-                nursery.start_soon(rt.call, "mcp_s_t", {"i": i})
-    # The first call finds the connection idle; the other seven find a call in flight.
-    assert log == [("direct", "tools/call")] + [("writer", "tools/call")] * 7
-    assert sorted(params["arguments"]["i"] for _, params in fake.requests if params) == list(
-        range(8)
-    )
-
-
-async def test_a_transport_that_declines_leaves_every_frame_to_the_writer(
-    autojump_clock: Clock,
-) -> None:
-    fake = FakeServer(name="s", tools=[FakeTool("t")])
-    log: list[tuple[str, str]] = []
-    async with open_runtime(config(recorded(fake, log, refuse_direct=True))) as rt:
-        await rt.wait_ready()
-        assert (await rt.call("mcp_s_t")).text == "{}"
-    assert {path for path, _ in log} == {"writer"}
-    assert log[-1] == ("writer", "tools/call")
-
-
-async def test_a_failing_direct_write_ends_the_connection_like_the_writer(
-    autojump_clock: Clock,
-) -> None:
-    # try_send raising means nothing was written: the frame is queued, the writer meets the
-    # same error, the connection ends and the call fails at once.
-    fake = FakeServer(name="s", tools=[FakeTool("t")])
-    log: list[tuple[str, str]] = []
-    broken: list[Recording] = []
-
-    @asynccontextmanager
-    async def factory() -> AsyncIterator[Recording]:
-        async with fake.connect() as inner:
-            transport = Recording(inner, log)
-            broken.append(transport)
+    async def factory(sink: FrameSink) -> AsyncIterator[Transport]:
+        async with fake.connect(sink) as inner:
+            transport = Around(inner, sink, **options)
+            found.append(transport)
             yield transport
 
-    server = ServerConfig(name="s", type=TransportKind.CUSTOM, transport_factory=factory)
-    async with open_runtime(config(server)) as rt:
-        await rt.wait_ready()
-        broken[0].fail_direct = True
+    return factory
+
+
+def config(fake: FakeServer, **options: Any) -> ServerConfig:
+    return ServerConfig(name=fake.name, command="unused", **options)
+
+
+def fake_server(**options: Any) -> FakeServer:
+    return FakeServer(name="s", tools=[FakeTool("t", result="done"), FakeTool("echo")], **options)
+
+
+def tool_calls(fake: FakeServer) -> list[Any]:
+    return [params for method, params in fake.requests if method == "tools/call"]
+
+
+# --------------------------------------------------------------------------- order
+
+
+async def test_the_handshake_frames_leave_in_order(autojump_clock: Clock) -> None:
+    fake = fake_server()
+    async with open_session(fake.connect, config(fake)) as conn:
+        await conn.session.call_tool("t", {}, timeout=5)
+    assert [m for m, _ in fake.requests] == ["initialize", "tools/list", "tools/call"]
+    assert [m for m, _ in fake.notifications] == ["notifications/initialized"]
+
+
+async def test_an_answer_can_never_overtake_its_expect(autojump_clock: Clock) -> None:
+    # The transport puts the answer into the mailbox from inside send_nowait, before the frame
+    # even "left": the Expect must already be there, ahead of it.
+    fake = fake_server()
+    found: list[Around] = []
+    async with open_session(around(fake, found, answer_calls=True), config(fake)) as conn:
+        for _ in range(3):
+            result = await conn.session.call_tool("t", {}, timeout=5)
+            assert result.content == ()
+        assert trio.current_time() == 0.0
+        assert conn.session.statistics().outstanding == 0
+    assert tool_calls(fake) == []  # answered by the transport itself
+
+
+async def test_an_answer_given_while_the_caller_waited_for_room_is_not_lost(
+    autojump_clock: Clock,
+) -> None:
+    fake = fake_server()
+    found: list[Around] = []
+    async with open_session(around(fake, found, answer_calls=True), config(fake)) as conn:
+        found[0].held = True  # send_nowait declines: the caller waits in send
+        got: list[Any] = []
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                got.append(await conn.session.call_tool("t", {}, timeout=5))
+
+            nursery.start_soon(call)
+            await trio.sleep(1)
+            assert got == []
+            found[0].gate.set()
+        assert len(got) == 1
+        assert trio.current_time() == 1.0
+        assert found[0].declined == 1
+
+
+# --------------------------------------------------------------------------- load
+
+
+async def test_many_calls_in_flight_all_arrive_and_are_answered(autojump_clock: Clock) -> None:
+    fake = fake_server()
+    async with open_session(fake.connect, config(fake)) as conn:
+        results: dict[int, str] = {}
+        async with trio.open_nursery() as nursery:
+
+            async def call(i: int) -> None:
+                result = await conn.session.call_tool("echo", {"i": i}, timeout=5)
+                results[i] = result.content[0].text  # type: ignore[union-attr]
+
+            for i in range(100):
+                nursery.start_soon(call, i)
+        assert results == {i: json.dumps({"i": i}, separators=(",", ":")) for i in range(100)}
+        assert trio.current_time() == 0.0
+    assert sorted(p["arguments"]["i"] for p in tool_calls(fake)) == list(range(100))
+
+
+async def test_a_full_transport_makes_callers_wait_and_nothing_is_lost(
+    autojump_clock: Clock,
+) -> None:
+    # The fake's inbox holds a few hundred bytes: most callers find no room, wait, and go on.
+    fake = fake_server(max_bytes=300)
+    found: list[Around] = []
+    async with open_session(around(fake, found), config(fake)) as conn:
+        results: dict[int, str] = {}
+
+        async def call(i: int) -> None:
+            result = await conn.session.call_tool("echo", {"i": i}, timeout=5)
+            results[i] = result.content[0].text  # type: ignore[union-attr]
+
+        async with trio.open_nursery() as nursery:
+            for i in range(50):
+                nursery.start_soon(call, i)
+        assert len(results) == 50
+        assert all(results[i] == json.dumps({"i": i}, separators=(",", ":")) for i in range(50))
+        assert found[0].declined > 0  # some callers found the transport full and waited
+        assert trio.current_time() == 0.0
+        assert conn.session.statistics().outstanding == 0
+    assert sorted(p["arguments"]["i"] for p in tool_calls(fake)) == list(range(50))
+
+
+async def test_the_stdio_writer_batches_many_calls_in_flight() -> None:
+    spec = {"name": "s", "tools": [{"name": "echo", "kind": "echo"}]}
+    params = StdioParameters(
+        command=sys.executable,
+        args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)),
+    )
+    opened: list[StdioTransport] = []
+
+    @asynccontextmanager
+    async def stdio(sink: FrameSink) -> AsyncIterator[Transport]:
+        async with open_stdio_transport(params, sink) as transport:
+            opened.append(transport)
+            yield transport
+
+    server = ServerConfig(name="s", command=sys.executable)
+    with trio.fail_after(30):
+        async with open_session(stdio, server) as conn:
+            results: dict[int, str] = {}
+            async with trio.open_nursery() as nursery:
+
+                async def call(i: int) -> None:
+                    result = await conn.session.call_tool("echo", {"i": i}, timeout=20)
+                    results[i] = result.content[0].text  # type: ignore[union-attr]
+
+                for i in range(200):
+                    nursery.start_soon(call, i)
+            assert results == {i: json.dumps({"i": i}, separators=(",", ":")) for i in range(200)}
+            stats = opened[0].statistics()
+            assert stats.frames_sent >= 200 + 3  # initialize, initialized, tools/list
+            assert stats.write_batches < stats.frames_sent
+
+
+# --------------------------------------------------------------------------- never sent
+
+
+async def test_a_caller_cancelled_before_its_frame_left_is_forgotten(autojump_clock: Clock) -> None:
+    fake = fake_server()
+    found: list[Around] = []
+    async with open_session(around(fake, found), config(fake)) as conn:
+        found[0].held = True
+        with trio.move_on_after(3) as scope:
+            await conn.session.call_tool("t", {}, timeout=10)
+        assert scope.cancelled_caught
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn.session.statistics().outstanding == 0  # the table forgot it
+        found[0].held = False
+        found[0].gate.set()
+        assert (await conn.session.call_tool("t", {}, timeout=10)).content
+    assert len(tool_calls(fake)) == 1  # the cancelled one never reached the server
+    assert fake.cancellations == []  # and it is not cancelled there: it was never sent
+
+
+async def test_a_connection_ending_before_the_frame_left_says_safe_to_retry(
+    autojump_clock: Clock,
+) -> None:
+    fake = fake_server()
+    found: list[Around] = []
+    async with open_session(around(fake, found), config(fake)) as conn:
+        found[0].held = True
+        failures: list[BaseException] = []
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                try:
+                    await conn.session.call_tool("t", {}, timeout=10)
+                except ServerDisconnected as exc:
+                    failures.append(exc)
+
+            nursery.start_soon(call)
+            await trio.sleep(1)
+            await fake.disconnect()  # the connection ends while the frame waits for room
+            await trio.testing.wait_all_tasks_blocked()
+            found[0].gate.set()
+        assert len(failures) == 1
+        failure = failures[0]
+        assert isinstance(failure, ServerDisconnected)
+        assert failure.sent is False
+        assert "before tools/call was sent" in str(failure)
+        assert "safe to retry" in str(failure)
+        assert trio.current_time() == 1.0
+        assert len(conn.ended) == 1  # the session ended with the connection
+    assert tool_calls(fake) == []
+
+
+async def test_a_transport_that_refuses_the_frame_fails_the_call_at_once(
+    autojump_clock: Clock,
+) -> None:
+    fake = fake_server()
+    found: list[Around] = []
+    async with open_session(around(fake, found), config(fake)) as conn:
+        found[0].broken = TransportClosed("the pipe broke")
         with pytest.raises(ServerDisconnected) as info:
-            await rt.call("mcp_s_t")
-        assert trio.current_time() == 0
+            await conn.session.call_tool("t", {}, timeout=10)
+        assert info.value.sent is False
         assert "the pipe broke" in str(info.value)
-        assert "mcp_s_t" not in rt.tools()
+        assert isinstance(info.value.__cause__, TransportClosed)
+        assert trio.current_time() == 0.0
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn.session.statistics().outstanding == 0
+    assert fake.cancellations == []
+
+
+# --------------------------------------------------------------------------- given up after sending
+
+
+async def test_a_caller_that_gives_up_after_sending_tells_the_server(autojump_clock: Clock) -> None:
+    fake = fake_server(hang={"tools/call"})
+    async with open_session(fake.connect, config(fake)) as conn:
+        with trio.move_on_after(3) as scope:
+            await conn.session.call_tool("t", {}, timeout=10)
+        assert scope.cancelled_caught
+        await trio.testing.wait_all_tasks_blocked()
+        assert conn.session.statistics().outstanding == 0
+    (call,) = tool_calls(fake)
+    assert call["name"] == "t"
+    assert len(fake.cancellations) == 1
+    cancelled = [p for m, p in fake.notifications if m == "notifications/cancelled"]
+    assert len(cancelled) == 1
+    params = cancelled[0]
+    assert params is not None and params["requestId"] == fake.cancellations[0]
+    assert params["reason"] == "the client stopped waiting"
+
+
+async def test_a_timed_out_call_tells_the_server(autojump_clock: Clock) -> None:
+    fake = fake_server(hang={"tools/call"})
+    async with open_session(fake.connect, config(fake)) as conn:
+        with pytest.raises(CallTimeout) as info:
+            await conn.session.call_tool("t", {}, timeout=2)
+        assert trio.current_time() == 2.0
+        assert info.value.request_id is not None
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.cancellations == [info.value.request_id]

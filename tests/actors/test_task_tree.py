@@ -1,0 +1,194 @@
+"""The shape of the runtime, read from the live task tree (DESIGN.md "Actors", and the drawing in
+docs/architecture.md).
+
+Under the runtime's root: one registry task and one supervisor task per configured server. Under
+a supervisor that is READY: one connection task (one connection generation), holding the
+session's task (with its pending-call table and its dispatcher as tasks of their own) and the
+transport's I/O tasks (a stdio server's reader, writer, stderr drain and exit waiter). Nothing
+else. A trio Instrument also checks, after every task step while a server is killed and comes
+back, that the table, the registry and the supervisor only ever run in their own tasks.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, ServerState, open_runtime
+from trio_mcp.actors.runtime._dispatcher import Dispatcher
+from trio_mcp.actors.runtime._pending import PendingCalls, Waiter
+from trio_mcp.actors.runtime._registry import Registry, ToolTable
+from trio_mcp.actors.runtime._supervisor import ServerSupervisor
+from trio_mcp.actors.testing import FakeServer, FakeTool
+
+HOSTILE = Path(__file__).with_name("hostile_server.py")
+
+RUNTIME = "trio_mcp.actors.runtime."
+SUPERVISOR = RUNTIME + "_supervisor.ServerSupervisor"
+STDIO = "trio_mcp.transports.stdio._stdio.StdioTransport."
+
+
+def short(task: trio.lowlevel.Task) -> str:
+    """``Registry.run``, ``StdioTransport._run_reader``... for a task of the runtime."""
+    return ".".join(task.name.split(".")[-2:])
+
+
+def children(task: trio.lowlevel.Task) -> list[trio.lowlevel.Task]:
+    return [child for nursery in task.child_nurseries for child in nursery.child_tasks]
+
+
+def descendants(task: trio.lowlevel.Task) -> Iterator[trio.lowlevel.Task]:
+    for child in children(task):
+        yield child
+        yield from descendants(child)
+
+
+def find(root: trio.lowlevel.Task, name: str) -> list[trio.lowlevel.Task]:
+    return [task for task in descendants(root) if short(task) == name]
+
+
+def shape(task: trio.lowlevel.Task) -> Counter[str]:
+    """The tasks below ``task``, by name, in a Counter."""
+    return Counter(short(child) for child in descendants(task))
+
+
+def stdio_server() -> ServerConfig:
+    return ServerConfig(
+        name="proc",
+        command=sys.executable,
+        args=(str(HOSTILE),),
+        connect_timeout=30,
+        timeout=30,
+    )
+
+
+SESSION_TASKS = Counter(
+    {
+        "ServerSupervisor._connection": 1,
+        "Session.run": 1,
+        "PendingCalls.run": 1,
+        "Dispatcher.run": 1,
+        "Session._relister": 1,
+    }
+)
+STDIO_TASKS = Counter(
+    {
+        "StdioTransport._run_reader": 1,
+        "StdioTransport._run_writer": 1,
+        "StdioTransport._run_stderr": 1,
+        "StdioTransport._run_waiter": 1,
+    }
+)
+
+
+async def test_the_live_task_tree_has_the_shape_of_the_design() -> None:
+    memory = FakeServer(name="mem", tools=[FakeTool("t")])
+    config = RuntimeConfig(servers=(stdio_server(), memory.server_config()))
+    with trio.fail_after(60):
+        async with open_runtime(config) as rt:
+            await rt.wait_ready()
+            root = trio.lowlevel.current_root_task()
+            (registry,) = find(root, "Registry.run")
+            supervisors = find(root, "ServerSupervisor.run")
+            assert len(supervisors) == 2
+            # the registry and the supervisors are siblings in the runtime's nursery
+            assert registry.parent_nursery is supervisors[0].parent_nursery
+            assert supervisors[0].parent_nursery is supervisors[1].parent_nursery
+            by_server = {_server_of(s): s for s in supervisors}
+            assert set(by_server) == {"proc", "mem"}
+
+            # a stdio server: the session's actors and the transport's four I/O tasks, all
+            # under the one connection task of its generation
+            assert shape(by_server["proc"]) == SESSION_TASKS + STDIO_TASKS
+            (connection,) = children(by_server["proc"])
+            assert short(connection) == "ServerSupervisor._connection"
+            session_tasks = {short(t) for t in children(connection)}
+            assert "Session.run" in session_tasks
+            (session,) = find(connection, "Session.run")
+            assert {short(t) for t in children(session)} == {
+                "PendingCalls.run",
+                "Dispatcher.run",
+                "Session._relister",
+            }
+            # an in-memory server: the same session actors; the fake serves its end in the
+            # connection task's scope, and a memory end has no I/O task of its own
+            mem = shape(by_server["mem"])
+            assert mem - Counter({"FakeServer.serve_transport": 1}) == SESSION_TASKS
+            # one pending-call table per session, in all
+            assert len(find(root, "PendingCalls.run")) == 2
+            assert (await rt.call("mcp_proc_go")).text == "ok"
+
+
+def _server_of(supervisor_task: trio.lowlevel.Task) -> str:
+    """The server of a supervisor task (the supervisor object is the bound ``self``)."""
+    frame = supervisor_task.coro.cr_frame
+    assert frame is not None
+    return str(frame.f_locals["self"].name)
+
+
+#: State-changing methods of each actor, and the one task allowed to run them.
+OWNERS = {
+    (ToolTable, "apply"): "Registry.run",
+    (Registry, "_publish"): "Registry.run",
+    (ServerSupervisor, "_set_state"): "ServerSupervisor.run",
+    (ServerSupervisor, "_handle"): "ServerSupervisor.run",
+    (PendingCalls, "_handle"): "PendingCalls.run",
+    (PendingCalls, "_end"): "PendingCalls.run",
+    (Waiter, "resolve"): "PendingCalls.run",
+    (Dispatcher, "_handle"): "Dispatcher.run",
+}
+
+
+async def test_the_shape_comes_back_after_a_sigkill_and_each_actor_runs_in_its_own_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runs: Counter[tuple[str, str]] = Counter()
+
+    def watch(cls: type, name: str) -> None:
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            runs[(f"{cls.__name__}.{name}", short(trio.lowlevel.current_task()))] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(cls, name, wrapper)
+
+    for cls, name in OWNERS:
+        watch(cls, name)
+    retry = RetryPolicy(reconnect_initial=0.05, jitter=0.0)
+    config = RuntimeConfig(servers=(stdio_server(),), retry=retry)
+    with trio.fail_after(60):
+        async with open_runtime(config) as rt:
+            await rt.wait_ready()
+            pid = rt.status()["proc"].pid
+            assert pid is not None
+            with rt.events() as events:
+                os.kill(pid, signal.SIGKILL)
+                async for event in events:
+                    if getattr(event, "new", None) is ServerState.READY:
+                        break
+            await rt.wait_ready()
+            root = trio.lowlevel.current_root_task()
+            (supervisor,) = find(root, "ServerSupervisor.run")
+            # exactly one generation's tasks: the dead connection's are all gone
+            assert shape(supervisor) == SESSION_TASKS + STDIO_TASKS
+            assert rt.status()["proc"].generation == 2
+            assert rt.status()["proc"].pid != pid
+            assert (await rt.call("mcp_proc_go")).text == "ok"
+    # every state change of every actor, across both generations and the shutdown, ran in
+    # the actor's own task
+    expected = {f"{cls.__name__}.{name}": owner for (cls, name), owner in OWNERS.items()}
+    seen = {method for method, _ in runs}
+    assert seen == set(expected)
+    wrong = {(method, task): n for (method, task), n in runs.items() if task != expected[method]}
+    assert wrong == {}

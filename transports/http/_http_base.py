@@ -662,8 +662,9 @@ class HttpStatistics:
     fallen back to). ``has_session`` says whether the server gave a session id (the id itself is
     never shown); ``protocol_version`` is what the ``MCP-Protocol-Version`` header carries.
     ``posts``, ``gets`` and ``deletes`` count HTTP requests by method; ``resumptions`` the GETs
-    that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages put
-    into the sink; ``queued`` the items waiting in the outbox; ``in_flight`` the requests whose
+    that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages taken
+    up from the server (the last may still wait for room in the sink); ``queued`` the items
+    waiting in the outbox; ``in_flight`` the requests whose
     answers are awaited now; ``held`` the frames held back since the session expired;
     ``session_expiries`` how often the server ended our session; ``get_stream`` the state of
     the stream for server-initiated messages (``"off"``, ``"connecting"``, ``"open"``,
@@ -698,8 +699,8 @@ class HttpTransportBase:
     The end of the connection (:meth:`_end`, or :meth:`aclose`) stops every task of the
     transport first; then, with nobody else putting anything, :class:`ConnectionEnded` goes into
     the sink, and the sink is closed. So it is the last item, and ``unsent`` is exact: the
-    requests still in the outbox, and those the transport took but never sent (held, or
-    waiting for a free slot, or whose POST could not connect and is not reported yet).
+    requests still in the outbox, and those the transport took but never sent (held, waiting
+    for a free slot, or cancelled before their POST started to go out on a connection).
     """
 
     _params: HttpParameters
@@ -718,7 +719,8 @@ class HttpTransportBase:
     _ended: McpError | None = attrs.field(default=None, init=False)
     _end_put: bool = attrs.field(default=False, init=False)
     #: Ids of requests the pump took from the outbox that have not left: held, waiting for a
-    #: slot, or whose POST could not connect (until that is reported).
+    #: slot, or whose POST has not started to go out on a connection (or could not connect,
+    #: until that is reported).
     _not_left: set[RequestId] = attrs.field(factory=set, init=False)
     _unsent: frozenset[RequestId] | None = attrs.field(default=None, init=False)
     #: Whether the server has answered anything yet: before that, failing to reach it is a

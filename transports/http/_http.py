@@ -40,7 +40,9 @@ and are never disguised as JSON-RPC errors:
   ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``), up to
   ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
   id, 405) or fails, :class:`ServerDisconnected` with ``sent=True``: the outcome is unknown;
-- an answer over ``max_frame_bytes``: :class:`FrameTooLarge`.
+- an answer over ``max_frame_bytes``: :class:`FrameTooLarge`;
+- a POST that failed before it started to go out on a connection (no free connection within
+  ``connect_timeout``): :class:`ServerDisconnected` with ``sent=False``, safe to retry.
 
 When the server cannot be connected to at all, the requests whose POST could not connect fail
 with ``sent=False`` and the connection ends: :class:`ConnectionEnded` carries a

@@ -19,7 +19,7 @@ from ._websocket import (
     open_websocket_transport,
 )
 from .http._http import HttpTransport, open_http_transport
-from .http._http_base import HttpParameters, HttpStatistics, RequestFailureHandler
+from .http._http_base import HttpParameters, HttpStatistics
 from .http._sse_client import SseTransport, open_sse_transport
 from .stdio._stdio import (
     DEFAULT_ENV_ALLOWLIST,
@@ -38,7 +38,6 @@ __all__ = [
     "HttpTransport",
     "MemoryTransport",
     "MemoryTransportStatistics",
-    "RequestFailureHandler",
     "SseTransport",
     "StdioParameters",
     "StdioStatistics",

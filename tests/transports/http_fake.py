@@ -641,6 +641,8 @@ class FakeLegacySse:
     #: Events written before the endpoint event (raw SSE bytes).
     preamble: bytes = b""
     send_endpoint: bool = True
+    #: Called with every POSTed JSON-RPC message before it is accepted (202).
+    on_message: Callable[[Any], Awaitable[None]] | None = None
 
     sessions: dict[str, FakeStream] = attrs.field(factory=dict)
     messages: list[dict[str, Any]] = attrs.field(factory=list)
@@ -691,6 +693,8 @@ class FakeLegacySse:
             await reply.send(refused[0], refused[1])
             return
         self.messages.append(message)
+        if self.on_message is not None:
+            await self.on_message(message)
         await reply.send(202, b"Accepted")
         if isinstance(message, dict) and "method" in message and "id" in message:
             await target.send(await self._answer(message))

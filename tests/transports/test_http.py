@@ -1,5 +1,9 @@
 """The Streamable HTTP transport against in-process HTTP servers on 127.0.0.1 (real sockets, the
-real clock: every wait is bounded), at the wire level and under the runtime."""
+real clock: every wait is bounded), at the wire level and under the runtime.
+
+The transport-level tests open the transport with an inbox (``open_inbox()``) as its sink and
+assert the exact items that arrive in it: frames, ``RequestFailed``, ``SessionExpiredNotice``,
+and ``ConnectionEnded`` last of all."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from tests.transports.http_fake import (
     ClientGone,
@@ -37,24 +42,37 @@ from trio_mcp.protocol._errors import (
     ConnectError,
     FrameTooLarge,
     HttpStatusError,
-    McpError,
     McpTransportConfigError,
     RemoteProtocolError,
     ServerDisconnected,
     SessionExpired,
     TransportClosed,
 )
+from trio_mcp.protocol._jsonrpc import RequestId
+from trio_mcp.transports._base import (
+    ConnectionEnded,
+    Inbound,
+    RequestFailed,
+    ResumableTransport,
+    SessionExpiredNotice,
+    Transport,
+    VersionedTransport,
+    open_inbox,
+)
+from trio_mcp.transports._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
 from trio_mcp.transports.http._http import HttpTransport, open_http_transport
 from trio_mcp.transports.http._http_base import (
+    OUTBOX_BYTES,
     HttpParameters,
     display_url,
     looks_secret_header,
     redacted_headers,
 )
-from trio_mcp.transports.http._sse_client import SseTransport
 
 BOUND = 10.0
 SECRET = "s3cret-t0ken"
+
+Inbox = ByteChannel[Inbound]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -71,6 +89,16 @@ def params(server: HttpServer, **options: Any) -> HttpParameters:
     options.setdefault("reconnect_delay", 0.05)
     options.setdefault("connect_timeout", 5.0)
     return HttpParameters(url=server.base + "/mcp", **options)
+
+
+@asynccontextmanager
+async def opened(
+    parameters: HttpParameters, *, inbox_bytes: int = DEFAULT_MAILBOX_BYTES
+) -> AsyncIterator[tuple[HttpTransport, Inbox]]:
+    """The transport, with an inbox of ``inbox_bytes`` as its sink."""
+    inbox = open_inbox(inbox_bytes)
+    async with open_http_transport(parameters, inbox) as t:
+        yield t, inbox
 
 
 def request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
@@ -91,22 +119,65 @@ def call(rid: int, name: str, **arguments: Any) -> bytes:
     return request(rid, "tools/call", {"name": name, "arguments": arguments})
 
 
-Failure = tuple[Any, McpError, bool]
+async def take(inbox: Inbox) -> Inbound:
+    """The next item of the inbox (bounded wait)."""
+    with trio.fail_after(BOUND):
+        return await inbox.receive()
 
 
-def record_failures(transport: HttpTransport | SseTransport) -> list[Failure]:
-    failures: list[Failure] = []
-    transport.set_request_failure_handler(lambda rid, exc, sent: failures.append((rid, exc, sent)))
-    return failures
+async def take_json(inbox: Inbox) -> Any:
+    """The next item, which must be a frame, decoded."""
+    item = await take(inbox)
+    assert isinstance(item, bytes), item
+    return json.loads(item)
 
 
-async def receive_json(transport: HttpTransport) -> Any:
-    return json.loads(await transport.receive())
+async def take_failed(inbox: Inbox) -> RequestFailed:
+    """The next item, which must be a RequestFailed."""
+    item = await take(inbox)
+    assert isinstance(item, RequestFailed), item
+    return item
 
 
-async def initialize(transport: HttpTransport, version: str = "2025-11-25") -> Any:
-    """The handshake, by hand: initialize, then notifications/initialized."""
-    await transport.send(
+async def take_failures(inbox: Inbox, count: int) -> dict[RequestId, RequestFailed]:
+    """The next ``count`` items, which must be RequestFailed (in any order), by request id."""
+    failures = [await take_failed(inbox) for _ in range(count)]
+    by_id = {failure.request_id: failure for failure in failures}
+    assert len(by_id) == count, failures
+    return by_id
+
+
+def the_rest(inbox: Inbox) -> list[Inbound]:
+    """What is left in the inbox of a transport that is closed (or whose connection ended): the
+    sink must be closed, and a ConnectionEnded must be its last item and its only one."""
+    items: list[Inbound] = []
+    while True:
+        try:
+            items.append(inbox.receive_nowait())
+        except trio.EndOfChannel:
+            break
+    assert items, "the sink was closed without a ConnectionEnded"
+    assert isinstance(items[-1], ConnectionEnded), items
+    assert not any(isinstance(item, ConnectionEnded) for item in items[:-1]), items
+    return items
+
+
+def closed_cleanly(t: HttpTransport, inbox: Inbox) -> None:
+    """Nothing but the end of a clean close is left in the inbox."""
+    [end] = the_rest(inbox)
+    assert isinstance(end, ConnectionEnded)
+    assert type(end.error) is TransportClosed
+    assert str(end.error) == f"the transport to {t.info.detail} was closed; open a new one"
+    assert end.unsent == frozenset()
+
+
+async def initialize(
+    t: HttpTransport, inbox: Inbox, version: str = "2025-11-25", *, now: bool = False
+) -> Any:
+    """The handshake, by hand: initialize, the protocol version, notifications/initialized
+    (with ``send_now`` when ``now``)."""
+    send = t.send_now if now else t.send
+    await send(
         request(
             1,
             "initialize",
@@ -117,10 +188,24 @@ async def initialize(transport: HttpTransport, version: str = "2025-11-25") -> A
             },
         )
     )
-    answer = await receive_json(transport)
-    transport.set_protocol_version(answer["result"]["protocolVersion"])
-    await transport.send(notification("notifications/initialized"))
+    answer = await take_json(inbox)
+    assert answer["id"] == 1, answer
+    await t.set_protocol_version(answer["result"]["protocolVersion"])
+    await send(notification("notifications/initialized"))
     return answer
+
+
+async def accepted_initialized(fake: FakeMcpHttp, count: int = 1) -> None:
+    """Wait until the fake accepted ``count`` notifications/initialized (the pump POSTs it after
+    ``send`` returned): expiring the session before would refuse it."""
+    with trio.fail_after(BOUND):
+        await fake.wait_until(lambda: fake.methods().count("notifications/initialized") >= count)
+
+
+async def barrier(t: HttpTransport, inbox: Inbox, rid: int) -> None:
+    """Send a ping and wait for its answer: the pump handled everything given before it."""
+    await t.send(request(rid, "ping"))
+    assert await take_json(inbox) == response(rid)
 
 
 def config(server: HttpServer, **options: Any) -> RuntimeConfig:
@@ -173,19 +258,39 @@ def response(rid: int, result: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": result if result is not None else {}}
 
 
+def slow_tool() -> tuple[trio.Event, Callable[[ToolCall], Any]]:
+    """A tool that answers once the returned event is set."""
+    release = trio.Event()
+
+    async def slow(call: ToolCall) -> Any:
+        await release.wait()
+        return text_result("slow")
+
+    return release, slow
+
+
 # --------------------------------------------------------------------------- the wire
+
+
+async def test_it_has_the_contract_and_the_abilities() -> None:
+    async with fake_server() as (_, server), opened(params(server)) as (t, _inbox):
+        assert isinstance(t, Transport)
+        assert isinstance(t, VersionedTransport)
+        assert isinstance(t, ResumableTransport)
+        with pytest.raises(RuntimeError, match="go to the sink it was opened with"):
+            await t.receive()
 
 
 async def test_every_request_carries_the_headers_the_specification_requires() -> None:
     headers = {"Authorization": f"Bearer {SECRET}", "X-Team": "blue", "accept": "text/html"}
     async with fake_server() as (fake, server):
-        async with open_http_transport(params(server, headers=headers)) as t:
+        async with opened(params(server, headers=headers)) as (t, inbox):
+            answer = await initialize(t, inbox)
+            assert answer["result"]["serverInfo"] == {"name": "fake-http", "version": "1.0"}
             with trio.fail_after(BOUND):
-                answer = await initialize(t)
-                assert answer["result"]["serverInfo"] == {"name": "fake-http", "version": "1.0"}
                 await fake.wait_until(lambda: len(fake.get_streams) == 1)
-                await t.send(call(2, "echo", text="hi"))
-                assert await receive_json(t) == response(2, text_result("hi"))
+            await t.send(call(2, "echo", text="hi"))
+            assert await take_json(inbox) == response(2, text_result("hi"))
             stats = t.statistics()
             assert (stats.mode, stats.has_session, stats.protocol_version) == (
                 "streamable",
@@ -193,8 +298,10 @@ async def test_every_request_carries_the_headers_the_specification_requires() ->
                 "2025-11-25",
             )
             assert (stats.posts, stats.gets, stats.get_stream) == (3, 1, "open")
+            assert (stats.frames_received, stats.queued) == (2, 0)
             assert t.info.kind == "http"
             assert t.info.detail == f"{server.base}/mcp"
+        closed_cleanly(t, inbox)
         posts = server.by_method("POST")
         assert [r.json()["method"] for r in posts] == [
             "initialize",
@@ -228,14 +335,12 @@ async def test_json_answers_work_and_a_json_batch_is_split_into_messages() -> No
     async def handler(request: HttpRequest, reply: Reply) -> None:
         await reply.json([NOTE, response(7, {"ok": True})])
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(7, "ping"))
-            assert await receive_json(t) == NOTE
-            assert await receive_json(t) == response(7, {"ok": True})
-        assert failures == []
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(7, "ping"))
+        assert await take_json(inbox) == NOTE
+        assert await take_json(inbox) == response(7, {"ok": True})
         assert t.statistics().frames_received == 2
+    closed_cleanly(t, inbox)
 
 
 async def test_sse_answers_skip_priming_events_comments_and_other_event_types() -> None:
@@ -247,102 +352,103 @@ async def test_sse_answers_skip_priming_events_comments_and_other_event_types() 
         await reply.write(b"id: p3\ndata: [" + json.dumps(NOTE).encode() + b",\ndata: ")
         await reply.write(json.dumps(response(7)).encode() + b"]\n\n")
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(7, "ping"))
-            assert await receive_json(t) == NOTE
-            assert await receive_json(t) == response(7)
-        assert failures == []
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(7, "ping"))
+        assert await take_json(inbox) == NOTE
+        assert await take_json(inbox) == response(7)
         assert t.statistics().resumptions == 0
+    closed_cleanly(t, inbox)
 
 
 async def test_a_long_call_never_holds_up_another() -> None:
-    release = trio.Event()
-
-    async def slow(call: ToolCall) -> Any:
-        await release.wait()
-        return text_result("slow")
-
+    release, slow = slow_tool()
     async with fake_server() as (fake, server):
         fake.tools["slow"] = slow
-        async with open_http_transport(params(server)) as t:
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "slow"))
-                await t.send(call(3, "echo", text="quick"))
-                assert await receive_json(t) == response(3, text_result("quick"))
-                await eventually(lambda: t.statistics().in_flight == 1)
-                release.set()
-                assert await receive_json(t) == response(2, text_result("slow"))
-                await eventually(lambda: t.statistics().in_flight == 0)
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))
+            await t.send(call(3, "echo", text="quick"))
+            assert await take_json(inbox) == response(3, text_result("quick"))
+            await eventually(lambda: t.statistics().in_flight == 1)
+            release.set()
+            assert await take_json(inbox) == response(2, text_result("slow"))
+            await eventually(lambda: t.statistics().in_flight == 0)
+        closed_cleanly(t, inbox)
 
 
-async def test_a_send_waits_for_a_free_slot_beyond_max_in_flight() -> None:
-    release = trio.Event()
-
-    async def slow(call: ToolCall) -> Any:
-        await release.wait()
-        return text_result("slow")
-
+async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
+    release, slow = slow_tool()
     async with fake_server() as (fake, server):
         fake.tools["slow"] = slow
-        async with open_http_transport(params(server, max_in_flight=1)) as t:
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))
+            await t.send(call(3, "echo", text="x"))  # in the outbox: send does not wait
             with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "slow"))
-                with trio.move_on_after(0.2) as waited:
-                    await t.send(call(3, "echo", text="x"))
-                assert waited.cancelled_caught
-                assert fake.methods().count("tools/call") == 1
-                release.set()
-                await t.send(call(3, "echo", text="x"))
-                answers = {(await receive_json(t))["id"] for _ in range(2)}
-                assert answers == {2, 3}
+                await trio.testing.wait_all_tasks_blocked()
+            assert fake.methods().count("tools/call") == 1
+            assert (t.statistics().in_flight, t.statistics().queued) == (1, 0)  # the pump has it
+            released_at = trio.current_time()
+            release.set()
+            answers = {(await take_json(inbox))["id"] for _ in range(2)}
+            assert answers == {2, 3}
+        closed_cleanly(t, inbox)
+        [third] = [r for r in server.by_method("POST") if r.json().get("id") == 3]
+        assert third.at >= released_at
 
 
 async def test_an_initialize_never_waits_for_a_slot() -> None:
-    release = trio.Event()
-
-    async def slow(call: ToolCall) -> Any:
-        await release.wait()
-        return text_result("slow")
-
+    release, slow = slow_tool()
     async with fake_server() as (fake, server):
         fake.tools["slow"] = slow
-        async with open_http_transport(params(server, max_in_flight=1)) as t:
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # holds the only slot
             with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "slow"))  # holds the only slot
                 await fake.wait_until(lambda: "tools/call" in fake.methods())
-                answer = await initialize(t)  # a new session's initialize still goes out
-                assert answer["result"]["protocolVersion"] == "2025-11-25"
-                assert fake.initializes == 2
-                release.set()
-                assert (await receive_json(t))["id"] == 2
+            answer = await initialize(t, inbox)  # a new session's initialize still goes out
+            assert answer["result"]["protocolVersion"] == "2025-11-25"
+            assert fake.initializes == 2
+            release.set()
+            assert (await take_json(inbox))["id"] == 2
+        closed_cleanly(t, inbox)
 
 
-async def test_a_notification_send_returns_once_the_server_accepted_it() -> None:
-    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+async def test_the_pump_takes_the_next_frame_once_the_server_accepted_a_notification() -> None:
+    gate = trio.Event()
+
+    async def hook(message: dict[str, Any]) -> None:
+        if message.get("method") == "notifications/roots/list_changed":
+            await gate.wait()
+
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
+        fake.on_message = hook
+        await initialize(t, inbox)
+        await t.send(notification("notifications/roots/list_changed"))
+        await t.send(request(2, "ping"))
         with trio.fail_after(BOUND):
-            await initialize(t)
-            assert fake.methods()[-1] == "notifications/initialized"
-            await t.send(notification("notifications/roots/list_changed"))
-            assert fake.methods().count("notifications/roots/list_changed") == 1
-            # A response to a server request is POSTed the same way.
-            await t.send(json.dumps(response(99, {"roots": []})).encode())
-            assert fake.messages[-1] == response(99, {"roots": []})
+            await trio.testing.wait_all_tasks_blocked()
+        assert fake.methods()[-1] == "notifications/roots/list_changed"
+        assert t.statistics().queued == 1  # the ping waits in the outbox
+        gate.set()
+        assert await take_json(inbox) == response(2)
+        assert fake.methods()[-2:] == ["notifications/roots/list_changed", "ping"]
+        # A response to a server request is POSTed the same way.
+        await t.send(json.dumps(response(99, {"roots": []})).encode())
+        await barrier(t, inbox, 3)
+        assert fake.messages[-2] == response(99, {"roots": []})
+    closed_cleanly(t, inbox)
 
 
-async def test_a_refused_notification_is_logged_not_raised(
+async def test_a_refused_notification_is_logged_not_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="trio_mcp.transports.http")
-    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
         fake.refuse["notifications/roots/list_changed"] = (500, b"not today")
-        with trio.fail_after(BOUND):
-            await initialize(t)
-            await t.send(notification("notifications/roots/list_changed"))
+        await initialize(t, inbox)
+        await t.send(notification("notifications/roots/list_changed"))
+        await barrier(t, inbox, 2)
         [record] = [r for r in caplog.records if "refused" in r.getMessage()]
         assert record.levelno == logging.WARNING
         assert record.getMessage() == (
@@ -350,27 +456,27 @@ async def test_a_refused_notification_is_logged_not_raised(
             f"POST notifications/roots/list_changed to {server.base}/mcp: the server answered "
             "HTTP 500 Internal Server Error: not today"
         )
+    closed_cleanly(t, inbox)
 
 
 async def test_an_error_status_fails_that_request_alone_with_status_and_body() -> None:
-    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await initialize(t)
-            fake.refuse["tools/call"] = (500, b"boom\n  at line 3")
-            await t.send(call(2, "echo", text="x"))
-            await eventually(lambda: len(failures) == 1)
-            del fake.refuse["tools/call"]
-            await t.send(call(3, "echo", text="still fine"))
-            assert await receive_json(t) == response(3, text_result("still fine"))
-        [(rid, error, sent)] = failures
-        assert (rid, sent) == (2, True)
-        assert isinstance(error, HttpStatusError)
-        assert (error.status, error.body) == (500, "boom at line 3")
-        assert str(error) == (
-            f"POST tools/call to {server.base}/mcp: the server answered HTTP 500 Internal Server "
-            "Error: boom at line 3"
-        )
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
+        await initialize(t, inbox)
+        fake.refuse["tools/call"] = (500, b"boom\n  at line 3")
+        await t.send(call(2, "echo", text="x"))
+        failed = await take_failed(inbox)
+        del fake.refuse["tools/call"]
+        await t.send(call(3, "echo", text="still fine"))
+        assert await take_json(inbox) == response(3, text_result("still fine"))
+    closed_cleanly(t, inbox)
+    assert (failed.request_id, failed.sent) == (2, True)
+    error = failed.error
+    assert isinstance(error, HttpStatusError)
+    assert (error.status, error.body) == (500, "boom at line 3")
+    assert str(error) == (
+        f"POST tools/call to {server.base}/mcp: the server answered HTTP 500 Internal Server "
+        "Error: boom at line 3"
+    )
 
 
 async def test_a_long_error_body_is_cut_and_a_redirect_is_not_followed() -> None:
@@ -380,23 +486,21 @@ async def test_a_long_error_body_is_cut_and_a_redirect_is_not_followed() -> None
         else:
             await reply.send(401, b"x" * 1000, headers=[("www-authenticate", "Bearer")])
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(1, "ping"))
-            await t.send(request(2, "tools/list"))
-            await eventually(lambda: len(failures) == 2)
-        errors = {rid: error for rid, error, _ in failures}
-        redirect, unauthorized = errors[1], errors[2]
-        assert isinstance(redirect, HttpStatusError) and redirect.status == 307
-        assert str(redirect) == (
-            f"POST ping to {server.base}/mcp: the server answered HTTP 307 Temporary Redirect "
-            f"(a redirect to {server.base}/mcp/?..., which is not followed: configure that URL "
-            "instead)"
-        )
-        assert isinstance(unauthorized, HttpStatusError) and unauthorized.status == 401
-        assert unauthorized.body == "x" * 300 + "..."
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "ping"))
+        await t.send(request(2, "tools/list"))
+        failures = await take_failures(inbox, 2)
         assert len(server.requests) == 2
+    closed_cleanly(t, inbox)
+    redirect, unauthorized = failures[1].error, failures[2].error
+    assert isinstance(redirect, HttpStatusError) and redirect.status == 307
+    assert str(redirect) == (
+        f"POST ping to {server.base}/mcp: the server answered HTTP 307 Temporary Redirect "
+        f"(a redirect to {server.base}/mcp/?..., which is not followed: configure that URL "
+        "instead)"
+    )
+    assert isinstance(unauthorized, HttpStatusError) and unauthorized.status == 401
+    assert unauthorized.body == "x" * 300 + "..."
 
 
 async def test_an_answer_that_is_neither_json_nor_sse_fails_the_call() -> None:
@@ -406,25 +510,27 @@ async def test_an_answer_that_is_neither_json_nor_sse_fails_the_call() -> None:
         else:
             await reply.json(response(5))  # the answer of another request
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(1, "ping"))
-            await t.send(request(2, "ping"))
-            assert await receive_json(t) == response(5)
-            await eventually(lambda: len(failures) == 2)
-        errors = {rid: (error, sent) for rid, error, sent in failures}
-        wrong_type, _ = errors[1]
-        assert isinstance(wrong_type, RemoteProtocolError)
-        assert str(wrong_type) == (
-            f"the server answered ping at {server.base}/mcp with content type 'text/plain'; a "
-            "Streamable HTTP server answers application/json or text/event-stream"
-        )
-        missing, sent = errors[2]
-        assert isinstance(missing, RemoteProtocolError) and sent is True
-        assert str(missing) == (
-            f"the server's JSON answer to ping at {server.base}/mcp did not hold its response"
-        )
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "ping"))
+        await t.send(request(2, "ping"))
+        items = [await take(inbox) for _ in range(3)]
+    closed_cleanly(t, inbox)
+    frames = [json.loads(item) for item in items if isinstance(item, bytes)]
+    assert frames == [response(5)]
+    failures = {item.request_id: item for item in items if isinstance(item, RequestFailed)}
+    wrong_type = failures[1].error
+    assert isinstance(wrong_type, RemoteProtocolError)
+    assert str(wrong_type) == (
+        f"the server answered ping at {server.base}/mcp with content type 'text/plain'; a "
+        "Streamable HTTP server answers application/json or text/event-stream"
+    )
+    missing = failures[2]
+    assert isinstance(missing.error, RemoteProtocolError) and missing.sent is True
+    assert str(missing.error) == (
+        f"the server's JSON answer to ping at {server.base}/mcp did not hold its response"
+    )
+    # The frame came up before the failure of the request it did not answer.
+    assert items.index(failures[2]) > items.index(next(i for i in items if isinstance(i, bytes)))
 
 
 async def test_an_oversized_answer_fails_that_call_with_frame_too_large() -> None:
@@ -439,52 +545,162 @@ async def test_an_oversized_answer_fails_that_call_with_frame_too_large() -> Non
             await reply.json(response(3))
 
     async with serve_http(handler) as server:
-        async with open_http_transport(params(server, max_frame_bytes=100)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                await t.send(request(1, "ping"))
-                await t.send(request(2, "ping"))
-                await t.send(request(3, "ping"))
-                assert await receive_json(t) == response(3)
-                await eventually(lambda: len(failures) == 2)
-        errors = {rid: error for rid, error, _ in failures}
-        assert isinstance(errors[1], FrameTooLarge) and errors[1].limit == 100
-        assert str(errors[1]) == (
-            "the server's answer to ping is larger than 100 bytes (max_frame_bytes); if the "
-            "server legitimately sends bigger messages, raise max_frame_bytes in its config"
-        )
-        assert isinstance(errors[2], FrameTooLarge) and errors[2].limit == 100
+        async with opened(params(server, max_frame_bytes=100)) as (t, inbox):
+            for rid in (1, 2, 3):
+                await t.send(request(rid, "ping"))
+            items = [await take(inbox) for _ in range(3)]
+        closed_cleanly(t, inbox)
+    assert [json.loads(item) for item in items if isinstance(item, bytes)] == [response(3)]
+    errors = {item.request_id: item.error for item in items if isinstance(item, RequestFailed)}
+    assert isinstance(errors[1], FrameTooLarge) and errors[1].limit == 100
+    assert str(errors[1]) == (
+        "the server's answer to ping is larger than 100 bytes (max_frame_bytes); if the "
+        "server legitimately sends bigger messages, raise max_frame_bytes in its config"
+    )
+    assert isinstance(errors[2], FrameTooLarge) and errors[2].limit == 100
 
 
 async def test_an_invalid_session_id_fails_the_initialize() -> None:
     async def handler(request: HttpRequest, reply: Reply) -> None:
         await reply.json(response(1), headers=[("mcp-session-id", "has space")])
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(1, "initialize", {}))
-            await eventually(lambda: len(failures) == 1)
-        [(rid, error, sent)] = failures
-        assert isinstance(error, RemoteProtocolError) and (rid, sent) == (1, True)
-        assert "gave a session id that is not visible ASCII" in str(error)
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "initialize", {}))
+        failed = await take_failed(inbox)
         assert t.statistics().has_session is False
+    closed_cleanly(t, inbox)
+    assert isinstance(failed.error, RemoteProtocolError)
+    assert (failed.request_id, failed.sent) == (1, True)
+    assert "gave a session id that is not visible ASCII" in str(failed.error)
 
 
-async def test_without_a_failure_handler_a_request_failure_ends_the_connection() -> None:
+async def test_without_a_sink_receive_raises_a_request_failure_once_and_goes_on() -> None:
     async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
         fake.refuse["ping"] = (503, b"busy")
         with trio.fail_after(BOUND):
-            await initialize(t)
+            await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+            assert json.loads(await t.receive())["id"] == 1
             await t.send(request(2, "ping"))
-            with pytest.raises(TransportClosed) as caught:
+            with pytest.raises(HttpStatusError) as caught:
                 await t.receive()
-        assert str(caught.value) == (
-            f"POST ping to {server.base}/mcp: the server answered HTTP 503 Service Unavailable: "
-            "busy (the transport's user takes no per-request failures, so the connection ends)"
-        )
-        with pytest.raises(TransportClosed, match=r"^the connection ended: "):
+            del fake.refuse["ping"]
             await t.send(request(3, "ping"))
+            assert json.loads(await t.receive()) == response(3)
+    assert str(caught.value) == (
+        f"POST ping to {server.base}/mcp: the server answered HTTP 503 Service Unavailable: busy"
+    )
+    with pytest.raises(TransportClosed, match=r"was closed; open a new one$"):
+        await t.receive()
+
+
+# --------------------------------------------------------------------------- backpressure
+
+
+async def test_a_full_sink_stops_the_body_readers_and_nothing_is_lost() -> None:
+    notes = [{**NOTE, "params": {"level": "info", "data": n}} for n in range(10)]
+    size = len(json.dumps(notes[0]))
+
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        await reply.start()
+        for n, note in enumerate(notes):
+            await reply.event(json.dumps(note), id=f"e{n}")
+        await reply.event(json.dumps(response(1)), id="e10")
+
+    # Room for two frames: the reader waits with the third.
+    async with serve_http(handler) as server:
+        async with opened(params(server), inbox_bytes=2 * size + size // 2) as (t, inbox):
+            await t.send(request(1, "ping"))
+            with trio.fail_after(BOUND):
+                await trio.testing.wait_all_tasks_blocked()
+            # Two frames in the inbox, the reader waiting with the third.
+            assert (len(inbox), t.statistics().frames_received, t.statistics().in_flight) == (
+                2,
+                3,
+                1,
+            )
+            got = [await take_json(inbox) for _ in range(11)]
+            assert got == [*notes, response(1)]
+            await eventually(lambda: t.statistics().in_flight == 0)
+        closed_cleanly(t, inbox)
+
+
+async def test_the_get_stream_waits_for_room_in_the_sink_too() -> None:
+    async with fake_server() as (fake, server):
+        size = len(json.dumps({**NOTE, "params": {"level": "info", "data": 10}}))
+        async with opened(params(server), inbox_bytes=size + size // 2) as (t, inbox):
+            await initialize(t, inbox)
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: len(fake.get_streams) == 1)
+            for n in range(10, 15):
+                await fake.push({**NOTE, "params": {"level": "info", "data": n}})
+            with trio.fail_after(BOUND):
+                await trio.testing.wait_all_tasks_blocked()
+            assert len(inbox) == 1
+            got = [(await take_json(inbox))["params"]["data"] for _ in range(5)]
+            assert got == [10, 11, 12, 13, 14]
+        closed_cleanly(t, inbox)
+
+
+# --------------------------------------------------------------------------- the outbox
+
+
+async def test_ability_calls_apply_in_order_with_the_frames() -> None:
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.method != "POST":
+            await reply.send(405)  # no GET stream, no DELETE
+            return
+        message = request.json()
+        if "id" in message:
+            await reply.json(response(message["id"]))
+        else:
+            await reply.send(202)
+
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        # Given one after the other without waiting for anything: the version applies from
+        # the frames given after it, whatever the order in which the POSTs run.
+        await t.send(request(1, "ping"))
+        await t.set_protocol_version("2025-06-18")
+        await t.send(request(2, "ping"))
+        await t.send(notification("notifications/initialized"))
+        await t.set_protocol_version("2025-11-25")
+        await t.send(request(3, "ping"))
+        assert {(await take_json(inbox))["id"] for _ in range(3)} == {1, 2, 3}
+        assert t.protocol_version == "2025-11-25"
+    closed_cleanly(t, inbox)
+    versions = {
+        json.dumps(r.json().get("id", r.json().get("method"))): r.header("mcp-protocol-version")
+        for r in server.by_method("POST")
+    }
+    assert versions == {
+        "1": None,
+        "2": "2025-06-18",
+        '"notifications/initialized"': "2025-06-18",
+        "3": "2025-11-25",
+    }
+
+
+async def test_requests_that_never_left_are_unsent_in_the_end() -> None:
+    release, slow = slow_tool()
+    big = "x" * (OUTBOX_BYTES // 3)
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # takes the only slot
+            t.send_nowait(call(3, "echo", text=big))  # the pump takes it, and waits for a slot
+            with trio.fail_after(BOUND):
+                await trio.testing.wait_all_tasks_blocked()
+            assert t.statistics().queued == 0
+            t.send_nowait(call(4, "echo", text=big))
+            t.send_nowait(call(5, "echo", text=big))
+            with pytest.raises(trio.WouldBlock):  # the outbox is bounded in bytes
+                t.send_nowait(call(6, "echo", text=big))
+            assert t.statistics().queued == 2
+        [end] = the_rest(inbox)
+        assert isinstance(end, ConnectionEnded)
+        assert end.unsent == frozenset({3, 4, 5})  # 2 left: its outcome is unknown
+        assert fake.methods().count("tools/call") == 1
+        release.set()
 
 
 # --------------------------------------------------------------------------- connection reuse
@@ -497,20 +713,18 @@ async def test_answers_and_accepted_posts_leave_their_connection_for_the_next_re
     # An SSE answer is read to its end once its response arrived (the server ends the stream
     # right after it), and the empty body of a 202 is read too, so one connection serves all.
     async with fake_server(json_response=json_response) as (_, server):
-        async with open_http_transport(params(server)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                # The handshake by hand, each message once the one before is done with (and
-                # without the GET stream, which would take a connection of its own).
-                await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
-                assert (await receive_json(t))["id"] == 1
+        async with opened(params(server)) as (t, inbox):
+            # The handshake by hand, each message once the one before is done with (and
+            # without the GET stream, which would take a connection of its own).
+            await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+            assert (await take_json(inbox))["id"] == 1
+            await eventually(lambda: t.statistics().in_flight == 0)
+            await t.send(notification("notifications/initialized"))
+            for rid in range(2, 6):
+                await t.send(call(rid, "echo", text=str(rid)))
+                assert await take_json(inbox) == response(rid, text_result(str(rid)))
                 await eventually(lambda: t.statistics().in_flight == 0)
-                await t.send(notification("notifications/initialized"))
-                for rid in range(2, 6):
-                    await t.send(call(rid, "echo", text=str(rid)))
-                    assert await receive_json(t) == response(rid, text_result(str(rid)))
-                    await eventually(lambda: t.statistics().in_flight == 0)
-            assert failures == []
+        closed_cleanly(t, inbox)
         posts = server.by_method("POST")
         assert [r.json()["method"] for r in posts] == [
             "initialize",
@@ -536,20 +750,19 @@ async def test_a_stream_left_open_after_its_answer_is_cut_after_a_moment() -> No
             cut.set()
             raise
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "ping"))
+        assert await take_json(inbox) == response(1)
+        answered = trio.current_time()
+        await eventually(lambda: t.statistics().in_flight == 0)
+        assert trio.current_time() - answered < 1.0
         with trio.fail_after(BOUND):
-            await t.send(request(1, "ping"))
-            assert await receive_json(t) == response(1)
-            answered = trio.current_time()
-            await eventually(lambda: t.statistics().in_flight == 0)
-            assert trio.current_time() - answered < 1.0
             await cut.wait()
-            await t.send(request(2, "ping"))
-            assert await receive_json(t) == response(2)
-        assert failures == []
+        await t.send(request(2, "ping"))
+        assert await take_json(inbox) == response(2)
         assert t.statistics().resumptions == 0
-        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+    closed_cleanly(t, inbox)
+    assert [r.connection for r in server.by_method("POST")] == [1, 2]
 
 
 async def test_more_than_a_few_kib_after_the_answer_is_not_read() -> None:
@@ -561,15 +774,13 @@ async def test_more_than_a_few_kib_after_the_answer_is_not_read() -> None:
             await reply.write(b":" + b"x" * 1022 + b"\n")
         await reply.write(b"\n")
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            for rid in (1, 2):
-                await t.send(request(rid, "ping"))
-                assert await receive_json(t) == response(rid)
-                await eventually(lambda: t.statistics().in_flight == 0)
-        assert failures == []
-        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        for rid in (1, 2):
+            await t.send(request(rid, "ping"))
+            assert await take_json(inbox) == response(rid)
+            await eventually(lambda: t.statistics().in_flight == 0)
+    closed_cleanly(t, inbox)
+    assert [r.connection for r in server.by_method("POST")] == [1, 2]
 
 
 async def test_a_connection_broken_after_the_answer_is_no_failure() -> None:
@@ -579,18 +790,16 @@ async def test_a_connection_broken_after_the_answer_is_no_failure() -> None:
         await reply.event(json.dumps(response(rid)), id=f"e{rid}", retry=10)
         await reply.abort()
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(1, "ping"))
-            assert await receive_json(t) == response(1)
-            await eventually(lambda: t.statistics().in_flight == 0)
-            await t.send(request(2, "ping"))
-            assert await receive_json(t) == response(2)
-        assert failures == []
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "ping"))
+        assert await take_json(inbox) == response(1)
+        await eventually(lambda: t.statistics().in_flight == 0)
+        await t.send(request(2, "ping"))
+        assert await take_json(inbox) == response(2)
         stats = t.statistics()
         assert (stats.resumptions, stats.gets) == (0, 0)
-        assert [r.connection for r in server.by_method("POST")] == [1, 2]
+    closed_cleanly(t, inbox)
+    assert [r.connection for r in server.by_method("POST")] == [1, 2]
 
 
 async def test_an_answer_accepted_without_a_body_reuses_the_connection() -> None:
@@ -600,15 +809,13 @@ async def test_an_answer_accepted_without_a_body_reuses_the_connection() -> None
         else:
             await reply.json(response(2))
 
-    async with serve_http(handler) as server, open_http_transport(params(server)) as t:
-        failures = record_failures(t)
-        with trio.fail_after(BOUND):
-            await t.send(request(1, "ping"))
-            await eventually(lambda: len(server.requests) == 1 and t.statistics().in_flight == 0)
-            await t.send(request(2, "ping"))
-            assert await receive_json(t) == response(2)
-        assert failures == []
-        assert [r.connection for r in server.by_method("POST")] == [1, 1]
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await t.send(request(1, "ping"))
+        await eventually(lambda: len(server.requests) == 1 and t.statistics().in_flight == 0)
+        await t.send(request(2, "ping"))
+        assert await take_json(inbox) == response(2)
+    closed_cleanly(t, inbox)
+    assert [r.connection for r in server.by_method("POST")] == [1, 1]
 
 
 # --------------------------------------------------------------------------- the GET stream
@@ -616,18 +823,19 @@ async def test_an_answer_accepted_without_a_body_reuses_the_connection() -> None
 
 async def test_the_get_stream_delivers_server_messages_and_is_resumed_after_retry() -> None:
     async with fake_server(retry_ms=100) as (fake, server):
-        async with open_http_transport(params(server)) as t:
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
             with trio.fail_after(BOUND):
-                await initialize(t)
                 await fake.wait_until(lambda: len(fake.get_streams) == 1)
-                await fake.push(NOTE)
-                assert await receive_json(t) == NOTE
-                (stream,) = fake.get_streams
-                closed_at = trio.current_time()
-                await fake.close_get_streams(clean=True)
-                await fake.push({**NOTE, "params": {"level": "info", "data": 2}})
-                second = await receive_json(t)
+            await fake.push(NOTE)
+            assert await take_json(inbox) == NOTE
+            (stream,) = fake.get_streams
+            closed_at = trio.current_time()
+            await fake.close_get_streams(clean=True)
+            await fake.push({**NOTE, "params": {"level": "info", "data": 2}})
+            second = await take_json(inbox)
             assert second["params"]["data"] == 2
+        closed_cleanly(t, inbox)
         first_get, second_get = server.by_method("GET")
         assert first_get.header("last-event-id") is None
         # The last event seen was the NOTE (the priming event came before it).
@@ -638,14 +846,13 @@ async def test_the_get_stream_delivers_server_messages_and_is_resumed_after_retr
 
 async def test_a_405_on_get_means_no_stream_and_it_is_not_retried() -> None:
     async with fake_server(get_stream=False) as (_, server):
-        async with open_http_transport(params(server)) as t:
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                await eventually(lambda: t.statistics().get_stream == "unsupported")
-                await t.send(call(2, "echo", text="x"))
-                assert (await receive_json(t))["id"] == 2
-                await trio.sleep(0.2)
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await eventually(lambda: t.statistics().get_stream == "unsupported")
+            await t.send(call(2, "echo", text="x"))
+            assert (await take_json(inbox))["id"] == 2
             assert t.statistics().gets == 1
+        closed_cleanly(t, inbox)
         assert len(server.by_method("GET")) == 1
 
 
@@ -669,14 +876,12 @@ async def test_a_dropped_answer_stream_is_resumed_with_last_event_id_after_retry
 
     async with fake_server(retry_ms=150) as (fake, server):
         fake.tools["drop"] = dropping
-        async with open_http_transport(params(server)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "drop"))
-                assert await receive_json(t) == response(2, text_result("after the drop"))
-            assert failures == []
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "drop"))
+            assert await take_json(inbox) == response(2, text_result("after the drop"))
             assert t.statistics().resumptions == 1
+        closed_cleanly(t, inbox)
         resumed = [r for r in server.by_method("GET") if r.header("last-event-id") is not None]
         (get,) = resumed
         assert get.header("last-event-id") == f"{streams[0].key}-1"  # the priming event
@@ -694,21 +899,20 @@ async def test_without_event_ids_a_dropped_stream_is_lost_with_outcome_unknown()
 
     async with fake_server(priming=False, event_ids=False) as (fake, server):
         fake.tools["drop"] = dropping
-        async with open_http_transport(params(server)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "drop"))
-                await eventually(lambda: len(failures) == 1)
-        [(rid, error, sent)] = failures
-        assert (rid, sent) == (2, True)
-        assert isinstance(error, ServerDisconnected) and error.sent is True
-        assert str(error).startswith(f"the answer to tools/call from {server.base}/mcp was lost: ")
-        assert str(error).endswith(
-            ", and the server gave no event id to resume from; the outcome is unknown (the "
-            "request is not re-sent)"
-        )
-        assert t.statistics().resumptions == 0
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "drop"))
+            failed = await take_failed(inbox)
+            assert t.statistics().resumptions == 0
+        closed_cleanly(t, inbox)
+    assert (failed.request_id, failed.sent) == (2, True)
+    error = failed.error
+    assert isinstance(error, ServerDisconnected) and error.sent is True
+    assert str(error).startswith(f"the answer to tools/call from {server.base}/mcp was lost: ")
+    assert str(error).endswith(
+        ", and the server gave no event id to resume from; the outcome is unknown (the "
+        "request is not re-sent)"
+    )
 
 
 async def test_resuming_is_given_up_on_405_and_after_max_attempts() -> None:
@@ -723,23 +927,22 @@ async def test_resuming_is_given_up_on_405_and_after_max_attempts() -> None:
             await reply.start()  # resumable, but the answer never comes
 
     async with serve_http(handler) as server:
-        async with open_http_transport(params(server, max_resume_attempts=3)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                await t.send(request(1, "ping"))
-                await t.send(request(2, "ping"))
-                await eventually(lambda: len(failures) == 2)
-        errors = {rid: str(error) for rid, error, _ in failures}
-        assert errors[1].endswith(
-            "the server ended the stream, and the server offers no resumption (GET: 405); the "
-            "outcome is unknown (the request is not re-sent)"
-        )
-        assert errors[2].endswith(
-            "the resumed stream ended; gave up after 3 attempts to resume it; the outcome is "
-            "unknown (the request is not re-sent)"
-        )
-        gets = [r for r in server.by_method("GET") if r.header("last-event-id") == "r2-0"]
-        assert len(gets) == 3
+        async with opened(params(server, max_resume_attempts=3)) as (t, inbox):
+            await t.send(request(1, "ping"))
+            await t.send(request(2, "ping"))
+            failures = await take_failures(inbox, 2)
+        closed_cleanly(t, inbox)
+    assert {rid: f.sent for rid, f in failures.items()} == {1: True, 2: True}
+    assert str(failures[1].error).endswith(
+        "the server ended the stream, and the server offers no resumption (GET: 405); the "
+        "outcome is unknown (the request is not re-sent)"
+    )
+    assert str(failures[2].error).endswith(
+        "the resumed stream ended; gave up after 3 attempts to resume it; the outcome is "
+        "unknown (the request is not re-sent)"
+    )
+    gets = [r for r in server.by_method("GET") if r.header("last-event-id") == "r2-0"]
+    assert len(gets) == 3
 
 
 async def test_cancelling_a_call_closes_its_answer_stream() -> None:
@@ -755,69 +958,97 @@ async def test_cancelling_a_call_closes_its_answer_stream() -> None:
 
     async with fake_server() as (fake, server):
         fake.tools["endless"] = endless
-        async with open_http_transport(params(server)) as t:
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "endless"))
+            assert await take_json(inbox) == NOTE
+            cancel = notification("notifications/cancelled", {"requestId": 2})
+            await t.send(cancel)
             with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "endless"))
-                assert await receive_json(t) == NOTE
-                cancel = notification("notifications/cancelled", {"requestId": 2})
-                await t.send(cancel)
                 await left.wait()
-                await eventually(lambda: t.statistics().in_flight == 0)
+            await eventually(lambda: t.statistics().in_flight == 0)
+        items = the_rest(inbox)
+        assert all(item == json.dumps(NOTE).encode() for item in items[:-1])  # no failure
         assert fake.messages[-1] == json.loads(cancel)
 
 
 # --------------------------------------------------------------------------- session expiry
 
 
+def expired_message(server: HttpServer) -> str:
+    return (
+        f"the server at {server.base}/mcp ended the session (it no longer knows our session "
+        "id): initialize a new one"
+    )
+
+
+async def take_notice(inbox: Inbox) -> SessionExpiredNotice:
+    item = await take(inbox)
+    assert isinstance(item, SessionExpiredNotice), item
+    return item
+
+
 @pytest.mark.parametrize("status", [404, 400])
-async def test_an_expired_session_is_reported_once_and_refused_requests_are_held(
+async def test_an_expired_session_is_one_notice_and_frames_are_held_until_resume(
     status: int,
 ) -> None:
     async with fake_server(expiry_status=status) as (fake, server):
-        async with open_http_transport(params(server)) as t:
-            failures = record_failures(t)
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                fake.expire()
-                await t.send(call(2, "echo", text="two"))
-                await t.send(call(3, "echo", text="three"))
-                with pytest.raises(SessionExpired) as caught:
-                    await t.receive()
-                assert caught.value.lost == ()
-                assert str(caught.value) == (
-                    f"the server at {server.base}/mcp ended the session (it no longer knows our "
-                    "session id): initialize a new one"
-                )
-                await eventually(lambda: t.statistics().held == 2)
-                stats = t.statistics()
-                assert (stats.has_session, stats.protocol_version, stats.session_expiries) == (
-                    False,
-                    None,
-                    1,
-                )
-                await t.send(notification("notifications/roots/list_changed"))  # held too
-                assert t.statistics().held == 3
-                await initialize(t)  # the new session's frames are never held
-                t.resume()
-                answers = [await receive_json(t) for _ in range(2)]
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await accepted_initialized(fake)
+            fake.expire()
+            await t.send(call(2, "echo", text="two"))
+            await t.send(call(3, "echo", text="three"))
+            notice = await take_notice(inbox)
+            assert notice.lost == ()
+            assert isinstance(notice.error, SessionExpired)
+            assert str(notice.error) == expired_message(server)
+            await eventually(lambda: t.statistics().held == 2)  # both refused, both held
+            stats = t.statistics()
+            assert (stats.has_session, stats.protocol_version, stats.session_expiries) == (
+                False,
+                None,
+                1,
+            )
+            await t.send(notification("notifications/roots/list_changed"))  # held too
+            await initialize(t, inbox, now=True)  # the new session's frames go past them
+            assert t.statistics().held == 3
+            await t.resume()
+            answers = [await take_json(inbox) for _ in range(2)]
             assert sorted(a["id"] for a in answers) == [2, 3]
-            assert failures == []
             assert t.statistics().held == 0
+        closed_cleanly(t, inbox)  # one expiry, one notice
         assert fake.initializes == 2
-        assert fake.issued == ["session-1", "session-4"]
+        first, second = fake.issued  # numbered with the streams: whether the GET came first
+        assert first == "session-1"
         posts = server.by_method("POST")
         second_init = [p for p in posts if p.json().get("method") == "initialize"][1]
         assert second_init.header("mcp-session-id") is None
         assert second_init.header("mcp-protocol-version") is None
         resent = [p for p in posts if p.json().get("id") in (2, 3)]
-        assert [p.header("mcp-session-id") for p in resent] == [
-            "session-1",
-            "session-1",
-            "session-4",
-            "session-4",
-        ]
+        assert [p.header("mcp-session-id") for p in resent] == [first, first, second, second]
         assert fake.methods().count("notifications/roots/list_changed") == 1
+
+
+async def test_held_frames_are_sent_in_order_before_the_later_ones() -> None:
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
+        await initialize(t, inbox)
+        await accepted_initialized(fake)
+        fake.expire()
+        await t.send(notification("notifications/roots/list_changed", {"n": 1}))
+        await take_notice(inbox)
+        await t.send(notification("notifications/roots/list_changed", {"n": 2}))
+        await initialize(t, inbox, now=True)
+        await t.resume()
+        await t.send(notification("notifications/roots/list_changed", {"n": 3}))
+        await barrier(t, inbox, 2)
+        changed = [
+            m["params"]["n"]
+            for m in fake.messages
+            if m.get("method") == "notifications/roots/list_changed"
+        ]
+        assert changed == [1, 2, 3]
+    closed_cleanly(t, inbox)
 
 
 async def test_a_stream_lost_with_the_session_is_reported_as_lost() -> None:
@@ -833,30 +1064,163 @@ async def test_a_stream_lost_with_the_session_is_reported_as_lost() -> None:
 
     async with fake_server(retry_ms=20, get_stream=False) as (fake, server):
         fake.tools["slow"] = slow
-        async with open_http_transport(params(server)) as t:
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))
             with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "slow"))
                 await started.wait()
-                fake.expire()
-                await streams[0].drop()
-                with pytest.raises(SessionExpired) as caught:
-                    await t.receive()
-            assert caught.value.lost == (2,)
-
-
-async def test_discard_held_returns_the_requests_never_processed() -> None:
-    async with fake_server() as (fake, server), open_http_transport(params(server)) as t:
-        with trio.fail_after(BOUND):
-            await initialize(t)
             fake.expire()
-            await t.send(call(2, "echo", text="x"))
-            with pytest.raises(SessionExpired):
-                await t.receive()
-            await t.send(notification("notifications/roots/list_changed"))
+            await streams[0].drop()
+            notice = await take_notice(inbox)
+        closed_cleanly(t, inbox)
+    assert notice.lost == (2,)
+    assert isinstance(notice.error, SessionExpired) and notice.error.lost == (2,)
+
+
+async def test_a_frame_waiting_for_a_slot_is_held_when_the_session_expires() -> None:
+    started = trio.Event()
+    streams: list[FakeStream] = []
+
+    async def slow(call: ToolCall) -> Any:
+        assert call.stream is not None
+        streams.append(call.stream)
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with fake_server(retry_ms=20, get_stream=False) as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))
+            with trio.fail_after(BOUND):
+                await started.wait()
+            await t.send(call(3, "echo", text="waited"))  # the pump waits for the slot
+            fake.expire()
+            await streams[0].drop()
+            assert (await take_notice(inbox)).lost == (2,)
+            await eventually(lambda: t.statistics().held == 1)
+            await initialize(t, inbox, now=True)
+            await t.resume()
+            assert await take_json(inbox) == response(3, text_result("waited"))
+        closed_cleanly(t, inbox)
+    [third] = [r for r in server.by_method("POST") if r.json().get("id") == 3]
+    assert third.header("mcp-session-id") == fake.issued[-1]
+
+
+async def test_discard_held_fails_the_held_requests_as_never_sent_in_order_with_frames() -> None:
+    # Without the GET stream, which might learn of the expiry first: then call 2 could still be
+    # in flight when the discard applies (that case has a test of its own below).
+    async with (
+        fake_server(get_stream=False) as (fake, server),
+        opened(params(server)) as (t, inbox),
+    ):
+        await initialize(t, inbox)
+        await accepted_initialized(fake)
+        fake.expire()
+        await t.send(call(2, "echo", text="x"))
+        await take_notice(inbox)
+        await t.send(notification("notifications/roots/list_changed"))
+        await t.send(call(3, "echo", text="y"))
+        await t.discard_held()
+        await t.send(call(4, "echo", text="z"))  # after the discard: not held, sent
+        failures = [await take_failed(inbox) for _ in range(3)]
+        assert t.statistics().held == 0
+    closed_cleanly(t, inbox)
+    assert [(f.request_id, f.sent) for f in failures] == [(2, False), (3, False), (4, True)]
+    for failed in failures[:2]:
+        assert isinstance(failed.error, ServerDisconnected) and failed.error.sent is False
+        assert str(failed.error) == (
+            f"tools/call to {server.base}/mcp was never processed: the server ended the session "
+            "before it, and no new session was initialized; it is safe to retry"
+        )
+    # Sent without a session id, refused by the server: an ordinary failure of its own.
+    assert isinstance(failures[2].error, HttpStatusError) and failures[2].error.status == 400
+    assert "notifications/roots/list_changed" not in fake.methods()
+
+
+@pytest.mark.parametrize("then", ["resume", "discard"])
+async def test_a_late_refusal_by_the_old_session_is_re_sent_after_resume_or_fails_after_discard(
+    then: str,
+) -> None:
+    fake = FakeMcpHttp()
+    at_gate, gate = trio.Event(), trio.Event()
+
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        # Call 3's POST with the old session is answered (404) only once the gate opens.
+        old = request.header("mcp-session-id") == "session-1"
+        if request.method == "POST" and old and request.json().get("id") == 3:
+            at_gate.set()
+            await gate.wait()
+        await fake.handle(request, reply)
+
+    async with serve_http(handler) as server, opened(params(server)) as (t, inbox):
+        await initialize(t, inbox)
+        await accepted_initialized(fake)
+        fake.expire()
+        await t.send(call(3, "echo", text="late"))
+        with trio.fail_after(BOUND):
+            await at_gate.wait()
+        await t.send(call(2, "echo", text="early"))
+        await take_notice(inbox)
+        if then == "resume":
+            await initialize(t, inbox, now=True)
+            await t.resume()
+            assert await take_json(inbox) == response(2, text_result("early"))
+            gate.set()
+            assert await take_json(inbox) == response(3, text_result("late"))
+        else:
+            await t.discard_held()
+            assert (await take_failed(inbox)).request_id == 2
+            gate.set()
+            late = await take_failed(inbox)
+            assert (late.request_id, late.sent) == (3, False)
+            assert isinstance(late.error, ServerDisconnected)
+            assert "was never processed" in str(late.error)
+    closed_cleanly(t, inbox)  # one expiry, one notice: the late refusal was not another
+    sessions = [
+        r.header("mcp-session-id") for r in server.by_method("POST") if r.json().get("id") == 3
+    ]
+    assert sessions == (["session-1", fake.issued[-1]] if then == "resume" else ["session-1"])
+
+
+async def test_a_second_expiry_while_the_new_session_is_initialized_ends_the_connection() -> None:
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
+        await initialize(t, inbox)
+        await accepted_initialized(fake)
+        fake.expire()
+        fake.refuse["notifications/initialized"] = (404, b"Session not found")
+        await t.send(call(2, "echo", text="x"))
+        await take_notice(inbox)
+        await initialize(t, inbox, now=True)  # its notifications/initialized is refused
+        with trio.fail_after(BOUND):
+            end = await take(inbox)
+        with pytest.raises(TransportClosed, match=r"^the connection ended: the server at "):
             await t.send(call(3, "echo", text="y"))
-            assert t.discard_held() == (2, 3)
-            assert t.statistics().held == 0
+        with pytest.raises(TransportClosed, match=r"^the connection ended: "):
+            await t.resume()
+    assert isinstance(end, ConnectionEnded)
+    assert isinstance(end.error, SessionExpired)
+    assert str(end.error) == (
+        f"the server at {server.base}/mcp ended the new session too, while it was being "
+        "initialized: the connection ends; open a new one"
+    )
+    assert end.unsent == frozenset({2})
+    assert fake.initializes == 2
+
+
+async def test_held_requests_are_unsent_when_the_transport_is_closed() -> None:
+    async with fake_server() as (fake, server), opened(params(server)) as (t, inbox):
+        await initialize(t, inbox)
+        await accepted_initialized(fake)
+        fake.expire()
+        await t.send(call(2, "echo", text="x"))
+        await take_notice(inbox)
+        await t.send(call(3, "echo", text="y"))
+        await eventually(lambda: t.statistics().held == 2)
+    [end] = the_rest(inbox)
+    assert isinstance(end, ConnectionEnded)
+    assert end.unsent == frozenset({2, 3})
 
 
 # --------------------------------------------------------------------------- reachability
@@ -873,17 +1237,37 @@ def _free_port() -> int:
 
 async def test_a_server_that_cannot_be_reached_is_a_connect_error() -> None:
     url = f"http://127.0.0.1:{_free_port()}/mcp"
-    async with open_http_transport(HttpParameters(url=url, connect_timeout=5.0)) as t:
-        failures = record_failures(t)
+    async with opened(HttpParameters(url=url, connect_timeout=5.0)) as (t, inbox):
+        await t.send(request(1, "initialize", {}))
+        failed = await take_failed(inbox)
         with trio.fail_after(BOUND):
-            await t.send(request(1, "initialize", {}))
-            with pytest.raises(ConnectError) as caught:
-                await t.receive()
-        assert str(caught.value).startswith(f"POST initialize to {url} failed: could not connect")
-        [(rid, error, sent)] = failures
-        assert (rid, error, sent) == (1, caught.value, False)
+            await trio.testing.wait_all_tasks_blocked()
         with pytest.raises(TransportClosed, match=r"^the connection ended: POST initialize"):
             await t.send(request(2, "ping"))
+        items = the_rest(inbox)
+    assert (failed.request_id, failed.sent) == (1, False)
+    assert isinstance(failed.error, ConnectError)
+    assert str(failed.error).startswith(f"POST initialize to {url} failed: could not connect")
+    [end] = items
+    assert isinstance(end, ConnectionEnded)
+    assert end.error is failed.error
+    assert end.unsent == frozenset()
+
+
+async def test_each_request_of_an_unreachable_server_is_either_failed_or_unsent() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/mcp"
+    failed: set[RequestId] = set()
+    async with opened(HttpParameters(url=url, connect_timeout=5.0)) as (t, inbox):
+        for rid in range(1, 6):
+            t.send_nowait(request(rid, "ping"))
+        while not isinstance(item := await take(inbox), ConnectionEnded):
+            assert isinstance(item, RequestFailed) and item.sent is False, item
+            failed.add(item.request_id)
+    assert isinstance(item.error, ConnectError)
+    # Whether the end stopped a POST before it could say it failed is a race: each request is
+    # reported exactly once, as failed unsent or in the end's unsent.
+    assert failed | item.unsent == {1, 2, 3, 4, 5}
+    assert not failed & item.unsent
 
 
 async def test_a_server_killed_mid_call_ends_the_connection() -> None:
@@ -896,18 +1280,20 @@ async def test_a_server_killed_mid_call_ends_the_connection() -> None:
 
     async with fake_server(retry_ms=20) as (fake, server):
         fake.tools["slow"] = slow
-        async with open_http_transport(params(server)) as t:
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))
             with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "slow"))
                 await started.wait()
-                await server.kill()
-                with pytest.raises(TransportClosed) as caught:
-                    await t.receive()
-        assert str(caught.value).startswith(
-            f"the server at {server.base}/mcp cannot be reached any more ("
-        )
-        assert str(caught.value).endswith("); it may have stopped or restarted")
+            await server.kill()
+            end = await take(inbox)
+    assert isinstance(end, ConnectionEnded)
+    assert type(end.error) is TransportClosed
+    assert str(end.error).startswith(
+        f"the server at {server.base}/mcp cannot be reached any more ("
+    )
+    assert str(end.error).endswith("); it may have stopped or restarted")
+    assert end.unsent == frozenset()  # call 2 had left: its outcome is unknown
 
 
 # --------------------------------------------------------------------------- closing
@@ -918,28 +1304,30 @@ async def test_closing_deletes_the_session_and_a_405_is_fine(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="trio_mcp.transports.http")
     async with fake_server(delete_status=405) as (fake, server):
-        async with open_http_transport(params(server)) as t:
-            with trio.fail_after(BOUND):
-                await initialize(t)
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
         assert fake.deleted == ["session-1"]
         assert t.statistics().deletes == 1
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
         await t.aclose()  # idempotent
-        with pytest.raises(TransportClosed, match="was closed; open a new one"):
-            await t.receive()
+        closed_cleanly(t, inbox)
         with pytest.raises(TransportClosed, match="was closed; open a new one"):
             await t.send(request(5, "ping"))
+        with pytest.raises(TransportClosed, match="was closed; open a new one"):
+            t.send_nowait(request(5, "ping"))
+        with pytest.raises(TransportClosed, match="was closed; open a new one"):
+            await t.set_protocol_version("2025-11-25")
     assert t.statistics().deletes == 1
 
 
 async def test_a_stateless_server_gets_no_session_header_and_no_delete() -> None:
     async with fake_server(sessions=False) as (fake, server):
-        async with open_http_transport(params(server)) as t:
-            with trio.fail_after(BOUND):
-                await initialize(t)
-                await t.send(call(2, "echo", text="x"))
-                assert (await receive_json(t))["id"] == 2
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "echo", text="x"))
+            assert (await take_json(inbox))["id"] == 2
             assert t.statistics().has_session is False
+        closed_cleanly(t, inbox)
         assert fake.issued == []
         assert server.by_method("DELETE") == []
         assert all(r.header("mcp-session-id") is None for r in server.requests)

@@ -142,3 +142,45 @@ async def test_consume_reads_a_whole_body_and_leaves_the_connection() -> None:
                     assert response.is_closed
         assert b"".join(seen) == b"firstrest" * 2
         assert connections(server) == [1, 1]
+
+
+async def test_open_stream_says_when_a_request_starts_to_go_out_and_only_then() -> None:
+    went_out: list[str] = []
+    async with serving() as (_, server, bodies):
+        # One connection at most: a second request waits for it, and gives up after 0.05 s.
+        limits = httpx.Limits(max_connections=1)
+        timeout = httpx.Timeout(5.0, pool=0.05)
+        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            with trio.fail_after(BOUND):
+                endless = open_stream(
+                    client,
+                    "GET",
+                    httpx.URL(server.base + "/endless"),
+                    headers=httpx.Headers(),
+                    on_sending=lambda: went_out.append("endless"),
+                )
+                async with endless:
+                    assert went_out == ["endless"]
+                    with pytest.raises(httpx.PoolTimeout):
+                        async with open_stream(
+                            client,
+                            "GET",
+                            httpx.URL(server.base + "/empty"),
+                            headers=httpx.Headers(),
+                            on_sending=lambda: went_out.append("no room"),
+                        ):
+                            raise AssertionError("unreachable")
+                await bodies.gone.wait()
+    assert went_out == ["endless"]
+    unreachable = httpx.URL(f"http://127.0.0.1:{server.port}/empty")  # the server is gone
+    async with httpx.AsyncClient() as client:
+        with trio.fail_after(BOUND), pytest.raises(httpx.ConnectError):
+            async with open_stream(
+                client,
+                "GET",
+                unreachable,
+                headers=httpx.Headers(),
+                on_sending=lambda: went_out.append("unreachable"),
+            ):
+                raise AssertionError("unreachable")
+    assert went_out == ["endless"]

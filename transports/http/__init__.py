@@ -4,14 +4,13 @@ HTTP+SSE transport, over httpx."""
 from __future__ import annotations
 
 from ._http import HttpTransport, open_http_transport
-from ._http_base import HttpParameters, HttpStatistics, RequestFailureHandler
+from ._http_base import HttpParameters, HttpStatistics
 from ._sse_client import SseTransport, open_sse_transport
 
 __all__ = [
     "HttpParameters",
     "HttpStatistics",
     "HttpTransport",
-    "RequestFailureHandler",
     "SseTransport",
     "open_http_transport",
     "open_sse_transport",

@@ -1,69 +1,88 @@
 """The Streamable HTTP transport (protocol revisions 2025-03-26 to 2025-11-25), on httpx.
 
-``async with open_http_transport(HttpParameters(url="http://host/mcp")) as t:`` yields an
+``async with open_http_transport(HttpParameters(url="http://host/mcp"), sink) as t:`` yields an
 :class:`HttpTransport`; leaving the block ends the session (``DELETE``) and closes every stream.
+Without a ``sink`` the transport makes its own inbox, read with ``t.receive()``.
 
 How messages move
 -----------------
-- Every message we send is a POST to the MCP endpoint with
+- ``send`` puts a frame into the outbox; the transport's pump takes the outbox's items in order.
+  Every message is a POST to the MCP endpoint with
   ``Accept: application/json, text/event-stream``, the configured headers, the session id
-  (``Mcp-Session-Id``) once the server gave one, and ``MCP-Protocol-Version`` once the session
-  has called :meth:`HttpTransport.set_protocol_version` (after the handshake).
-- A POSTed *request* runs in a task of its own, so a long call never holds up another:
-  :meth:`~HttpTransport.send` returns as soon as the task has it (waiting only when
-  ``max_in_flight`` answers are already awaited). The server answers with one JSON body or with
-  an SSE stream (events with empty data, such as priming events, and comments are skipped), and
-  every message of the answer goes to the one receive queue. Once an SSE answer holds every
-  response it was waiting for, it is read no further, except that its end (which the server
-  sends right after the response) is waited for briefly, so that the connection serves the next
-  request instead of being closed; the same goes for the empty body of a 202.
-- A *notification* or a *response* is POSTed in ``send`` itself, which returns once the server
-  accepted it (202), so the server sees them in order (``notifications/initialized`` before the
-  first request). A refused one is logged as a warning; nobody waits for it.
+  (``Mcp-Session-Id``) once the server gave one, and ``MCP-Protocol-Version`` once
+  :meth:`~HttpTransport.set_protocol_version` went through the outbox (after the handshake).
+  The session id and the version are those of the moment the pump takes the frame.
+- A POSTed *request* runs in a task of its own, so a long call never holds up another; the
+  pump starts at most ``max_in_flight`` of them at once and waits for a free slot before the
+  next (an ``initialize`` never waits). The server answers with one JSON body or with an SSE
+  stream (events with empty data, such as priming events, and comments are skipped), and every
+  message of the answer goes up into the sink. Once an SSE answer holds every response it was
+  waiting for, it is read no further, except that its end (which the server sends right after
+  the response) is waited for briefly, so that the connection serves the next request instead of
+  being closed; the same goes for the empty body of a 202.
+- A *notification* or a *response* is POSTed by the pump itself, which takes the next item once
+  the server accepted it (202), so the server sees them in order (``notifications/initialized``
+  before the next request). A refused one is logged as a warning; nobody waits for it.
 - A JSON array (a 2025-03-26 batch), in a JSON body or in an event, is split into messages.
-- :meth:`~HttpTransport.set_protocol_version` also opens the GET stream for messages the server
-  sends on its own; 405 means the server offers none. A GET stream that ends is reopened after
-  the server's ``retry`` (or ``reconnect_delay``), with ``Last-Event-ID`` when it had event ids.
+- The first :meth:`~HttpTransport.set_protocol_version` also opens the GET stream for messages
+  the server sends on its own; 405 means the server offers none. A GET stream that ends is
+  reopened after the server's ``retry`` (or ``reconnect_delay``), with ``Last-Event-ID`` when it
+  had event ids.
 
 Failures of one request
 -----------------------
-They fail that call alone, through the handler the session registers with
-:meth:`~HttpTransport.set_request_failure_handler`, and are never disguised as JSON-RPC errors:
+They fail that call alone, as a :class:`~trio_mcp.transports._base.RequestFailed` in the sink,
+and are never disguised as JSON-RPC errors:
 
 - an error status answering a POSTed request: :class:`HttpStatusError` (status and an excerpt of
-  the body);
+  the body), ``sent=True``;
 - a response stream that ends or breaks before its response: it is resumed with a GET carrying
   ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``), up to
   ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
   id, 405) or fails, :class:`ServerDisconnected` with ``sent=True``: the outcome is unknown;
-- an answer over ``max_frame_bytes``: :class:`FrameTooLarge`.
+- an answer over ``max_frame_bytes``: :class:`FrameTooLarge`;
+- a POST that failed before it started to go out on a connection (no free connection within
+  ``connect_timeout``): :class:`ServerDisconnected` with ``sent=False``, safe to retry.
 
-When the server cannot be connected to at all, the connection ends: ``receive()`` raises
-:class:`ConnectError` if the server never answered, else :class:`TransportClosed` (and the
-requests that could not be sent fail with ``sent=False``).
+When the server cannot be connected to at all, the requests whose POST could not connect fail
+with ``sent=False`` and the connection ends: :class:`ConnectionEnded` carries a
+:class:`ConnectError` if the server never answered, else a :class:`TransportClosed`.
 
 Session expiry
 --------------
 A 404 answering a request that carried our session id (or a 400 whose body says there is no
 valid session, as the TypeScript SDK answers) means the server ended the session. The transport
-then forgets the session id, holds back every frame the server refused that way (the server never
-processed them) and every frame sent after it (except the new ``initialize`` and
-``notifications/initialized``), and raises :class:`SessionExpired` once from ``receive()``,
-carrying the ids of requests whose streams were lost with the session (outcome unknown). Further
-refusals of the old session are held back silently: one expiry, one notice. The session
-initializes a new session, then calls :meth:`~HttpTransport.resume` to have the held frames sent
-again (or :meth:`~HttpTransport.discard_held` when it gives up).
+then forgets the session id and the protocol version, stops the GET stream, and puts ONE
+:class:`~trio_mcp.transports._base.SessionExpiredNotice` into the sink, whose ``lost`` holds the
+ids of requests whose streams were lost with the session (outcome unknown). From then on it
+holds every frame the pump takes from the outbox, and every frame the server refuses with the
+old session id (the server never processed them; further refusals are held silently: one
+expiry, one notice), until it is told what to do, through the outbox:
+
+- :meth:`~HttpTransport.send_now` sends a frame past the held ones (the new ``initialize`` and
+  ``notifications/initialized``: without a session id; the new session id is adopted from the
+  answer to ``initialize``);
+- :meth:`~HttpTransport.resume` sends the held frames, in order, and stops holding;
+- :meth:`~HttpTransport.discard_held` fails each held request as never sent (a
+  ``RequestFailed`` with ``sent=False``), drops the held notifications, and stops holding.
+
+A request of an older session refused after the transport stopped holding is re-sent with the
+current session after ``resume``, and fails as never processed after ``discard_held``. If the
+new session expires too before ``resume`` or ``discard_held`` (while it is being initialized),
+the connection ends.
 
 Fallback to HTTP+SSE
 --------------------
 When the first ``initialize`` POST is answered 400, 404 or 405 (the 2025-11-25
 backward-compatibility rule), the transport GETs the same URL expecting an SSE stream whose first
 event is ``endpoint``; if that works it speaks the legacy transport (:mod:`._sse_client`) from
-then on and re-sends the ``initialize`` there, so the session does not notice. Otherwise the
-``initialize`` fails with the original :class:`HttpStatusError`.
+then on and re-sends the ``initialize`` there, so the session does not notice (the pump waits
+meanwhile). Otherwise the ``initialize`` fails with the original :class:`HttpStatusError`.
 
 Closing sends ``DELETE`` with the session id (bounded by ``close_timeout``, shielded; 405 is
-fine), then closes every stream and the HTTP client.
+fine), then closes every stream and the HTTP client. The last item in the sink is always a
+:class:`~trio_mcp.transports._base.ConnectionEnded` whose ``unsent`` names the requests that
+never left (still in the outbox, held, or waiting for a slot).
 """
 
 from __future__ import annotations
@@ -90,21 +109,24 @@ from ...protocol._errors import (
 )
 from ...protocol._jsonrpc import RequestId
 from ...protocol._sse import SseParser
-from .._base import TransportInfo, collapse_exception_group
+from .._base import FrameSink, SessionExpiredNotice, TransportInfo, collapse_exception_group
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
+    DiscardHeld,
     HttpParameters,
     HttpStatistics,
     HttpTransportBase,
+    OutboxItem,
     Outgoing,
+    ResumeHeld,
+    SendFrame,
     ack_timeout,
     consume,
     content_type,
     describe_outgoing,
     discard_body,
     display_url,
-    host_tasks,
     log_request,
     make_client,
     map_http_errors,
@@ -120,9 +142,6 @@ __all__ = ["HttpTransport", "open_http_transport"]
 
 logger = logging.getLogger("trio_mcp.transports.http")
 
-#: Frames that go out even while the transport holds frames back after a session expired: they
-#: establish the new session.
-_NEVER_HELD: Final = frozenset({"initialize", "notifications/initialized"})
 #: A 400 body that says the session is not valid (the TypeScript SDK: "Bad Request: No valid
 #: session ID provided").
 _NO_VALID_SESSION: Final = re.compile(
@@ -131,6 +150,10 @@ _NO_VALID_SESSION: Final = re.compile(
 )
 #: The least wait between two GETs of the stream for server-initiated messages.
 _MIN_POLL: Final = 0.1
+
+#: What follows the answer to a POSTed request: nothing more, resuming its stream, or POSTing
+#: it again with the current session (an older session refused it).
+_Next = Literal["done", "resume", "repost"]
 
 
 def _is_event_stream(response: httpx.Response) -> bool:
@@ -143,11 +166,16 @@ def _valid_session_id(value: str) -> bool:
 
 @attrs.define(eq=False)
 class _Stream:
-    """The answer to one POSTed request: its SSE stream and the GETs that resume it."""
+    """The answer to one POSTed request (the ``seq``-th frame the pump took): its SSE stream
+    and the GETs that resume it. The session id and protocol version are those of the moment
+    the pump took the request."""
 
+    seq: int
+    deciding: trio.Event | None
     ids: set[RequestId]
     method: str
     session_id: str | None
+    version: str | None
     parser: SseParser
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     #: Events with data seen on it (all connections), to tell progress when resuming.
@@ -164,21 +192,31 @@ class HttpTransport(HttpTransportBase):
     contract.
 
     Concurrent ``send`` calls are allowed. Besides the contract it offers
-    :meth:`set_protocol_version`, :meth:`set_request_failure_handler`, :meth:`resume`,
-    :meth:`discard_held` and :meth:`statistics`.
+    :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
+    :meth:`send_now`, :meth:`resume` and :meth:`discard_held`
+    (:class:`~trio_mcp.transports._base.ResumableTransport`), and :meth:`statistics`.
     """
 
     _url: httpx.URL = attrs.field(init=False)
     _where: str = attrs.field(init=False)  # display_url(_url), for messages
     _session_id: str | None = attrs.field(default=None, init=False)
     _may_fall_back: bool = attrs.field(default=True, init=False)
+    #: Set while the answer to the first initialize decides between Streamable HTTP and a
+    #: fallback to HTTP+SSE, and during the fallback: the pump waits for it.
     _falling_back: trio.Event | None = attrs.field(default=None, init=False)
     _legacy: LegacyConnection | None = attrs.field(default=None, init=False)
-    _slots: trio.Semaphore = attrs.field(init=False)
+    #: Slots taken by requests in flight (at most max_in_flight), and the pump's wake-up when
+    #: one is freed or the transport starts holding frames.
+    _slots_taken: int = attrs.field(default=0, init=False)
+    _pump_wake: trio.Event = attrs.field(factory=trio.Event, init=False)
     _awaiting: dict[RequestId, _Stream] = attrs.field(factory=dict, init=False)
+    #: Since the session expired: frames are held until resume() or discard_held().
     _holding: bool = attrs.field(default=False, init=False)
-    _held: list[tuple[bytes, Outgoing]] = attrs.field(factory=list, init=False)
-    _notice: SessionExpired | None = attrs.field(default=None, init=False)
+    #: A new session is being initialized (send_now went out while holding).
+    _renewing: bool = attrs.field(default=False, init=False)
+    #: The frames held, each with its place in the order the pump took them.
+    _held: list[tuple[int, bytes, Outgoing]] = attrs.field(factory=list, init=False)
+    _taken: int = attrs.field(default=0, init=False)
     _get_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _get_state: str = attrs.field(default="off", init=False)
     _in_flight: int = attrs.field(default=0, init=False)
@@ -190,7 +228,6 @@ class HttpTransport(HttpTransportBase):
         self._url = httpx.URL(self._params.url)
         self._where = display_url(self._url)
         self._may_fall_back = self._params.legacy_fallback
-        self._slots = trio.Semaphore(self._params.max_in_flight)
 
     # ------------------------------------------------------------------ public API
 
@@ -219,130 +256,179 @@ class HttpTransport(HttpTransportBase):
             deletes=self._deletes,
             resumptions=self._resumptions,
             frames_received=self._frames_received,
+            queued=len(self._outbox),
             in_flight=self._in_flight,
             held=len(self._held),
             session_expiries=self._expiries,
             get_stream=self._get_state,
         )
 
-    def set_protocol_version(self, version: str) -> None:
-        """The handshake settled on ``version``: send it as ``MCP-Protocol-Version`` on every
-        later request, and open the stream for server-initiated messages (Streamable HTTP)."""
+    async def send_now(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Send ``frame`` past the frames held since the session expired (the new
+        ``initialize`` and ``notifications/initialized``): it goes through the outbox, in order,
+        but is never held, and a request never waits for a slot. Raises like :meth:`send`."""
+        await self._put(lambda: SendFrame(frame, describe_outgoing(frame), now=True), len(frame))
+
+    async def resume(self) -> None:
+        """The new session is initialized: send the frames held since the old one expired, in
+        order (when the pump reaches this call in the outbox), and hold no more. Raises
+        :class:`TransportClosed` once the transport is closed or the connection ended."""
+        await self._put(ResumeHeld)
+
+    async def discard_held(self) -> None:
+        """No new session: each held request fails as never sent (a ``RequestFailed`` with
+        ``sent=False`` in the sink), held notifications are dropped, and the transport holds no
+        more. Raises :class:`TransportClosed` once the transport is closed or the connection
+        ended (the held requests are then in ``ConnectionEnded.unsent``)."""
+        await self._put(DiscardHeld)
+
+    # ------------------------------------------------------------------ the pump
+
+    async def _apply(self, item: OutboxItem) -> None:
+        if self._falling_back is not None:
+            await self._falling_back.wait()
+        match item:
+            case ResumeHeld():
+                await self._resume_held()
+            case DiscardHeld():
+                await self._discard_held()
+            case _:
+                await super()._apply(item)
+
+    async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
+        if self._legacy is not None:
+            await self._legacy.post(frame, out)
+            return
+        if now and self._holding:
+            self._renewing = True
+        self._taken += 1
+        await self._dispatch(self._taken, frame, out, now=now)
+
+    def _set_version(self, version: str) -> None:
+        """Send ``version`` on every later request, and open the stream for server-initiated
+        messages (Streamable HTTP) if it is not open."""
         self._protocol_version = version
         if self._legacy is None and self._get_scope is None and not self._closing:
             scope = trio.CancelScope()
             self._get_scope = scope
             self._tasks.start_soon(self._run_get_stream, scope)
 
-    async def send(self, frame: bytes) -> None:
-        """Send one message (``frame``).
-
-        A request goes out in a task of its own: this returns once that task has it (after
-        waiting for a free slot when ``max_in_flight`` answers are awaited). A notification or a
-        response is POSTed here, and this returns once the server accepted it (or refused it:
-        that is logged). Raises :class:`TransportClosed` once the transport is closed or the
-        connection ended (or the server cannot be reached: then the connection ends too),
-        :class:`LocalProtocolError` when ``frame`` is not a JSON-RPC message.
-        """
-        self._check_open()
-        out = describe_outgoing(frame)
-        if self._falling_back is not None:
-            await self._falling_back.wait()
-            self._check_open()
-        if self._legacy is not None:
-            await self._legacy.post(frame, out)
+    async def _dispatch(self, seq: int, frame: bytes, out: Outgoing, *, now: bool = False) -> None:
+        """Send one frame, the ``seq``-th the pump took (in the pump): hold it, start its
+        request's task, or POST it."""
+        if self._holding and not now:
+            self._hold(seq, frame, out)
             return
-        if self._holding and out.method not in _NEVER_HELD:
-            logger.debug("%s: holding %s until the new session is ready", self.info, out.label)
-            self._held.append((frame, out))
+        if not out.requests:
+            await self._post_message(seq, frame, out)
             return
-        await self._dispatch(frame, out)
+        # An initialize never waits for a slot: the slots may all be held by long calls of a
+        # session that expired, and the new session must not wait for them.
+        slot = not now and out.method != "initialize"
+        if slot and not await self._take_slot():
+            self._hold(seq, frame, out)  # the session expired while the pump waited
+            return
+        deciding: trio.Event | None = None
+        if out.method == "initialize" and self._may_fall_back:
+            # Its answer says which transport the server speaks: the next items wait for it.
+            deciding = self._falling_back = trio.Event()
+        self._in_flight += 1
+        self._tasks.start_soon(
+            self._post_request,
+            seq,
+            frame,
+            out,
+            self._session_id,
+            self._protocol_version,
+            slot,
+            deciding,
+        )
 
-    def resume(self) -> None:
-        """The new session is ready: send the frames held back since the old one expired, in
-        order, and take new frames again. Never blocks or raises."""
-        held, self._held = self._held, []
-        self._holding = False
-        if held and not self._closing:
+    async def _take_slot(self) -> bool:
+        """Wait for one of the ``max_in_flight`` slots; False when the transport started
+        holding frames meanwhile (the frame is then held, not sent)."""
+        while not self._holding:
+            if self._slots_taken < self._params.max_in_flight:
+                self._slots_taken += 1
+                return True
+            self._pump_wake = trio.Event()
+            await self._pump_wake.wait()
+        return False
+
+    def _hold(self, seq: int, frame: bytes, out: Outgoing) -> None:
+        logger.debug("%s: holding %s until the new session is ready", self.info, out.label)
+        self._held.append((seq, frame, out))
+        self._not_left.update(out.requests)
+
+    def _take_held(self) -> list[tuple[int, bytes, Outgoing]]:
+        """The held frames, in the order the pump took them (whatever the order in which the
+        server refused them), and the end of holding."""
+        held, self._held = sorted(self._held, key=lambda entry: entry[0]), []
+        self._holding = self._renewing = False
+        return held
+
+    async def _resume_held(self) -> None:
+        held = self._take_held()
+        if held:
             logger.info("%s: re-sending %d held messages", self.info, len(held))
-            self._tasks.start_soon(self._resend, held)
+        for seq, frame, out in held:
+            await self._dispatch(seq, frame, out)
 
-    def discard_held(self) -> tuple[RequestId, ...]:
-        """Drop the frames held back since the session expired (no new session will come);
-        return the ids of the requests among them, which the server never processed."""
-        held, self._held = self._held, []
-        return tuple(request_id for _, out in held for request_id in out.requests)
+    async def _discard_held(self) -> None:
+        for _, _, out in self._take_held():
+            if out.requests:
+                await self._fail(out.requests, self._never_processed(out), sent=False)
 
-    # ------------------------------------------------------------------ sending
-
-    async def _dispatch(self, frame: bytes, out: Outgoing) -> None:
-        if out.requests:
-            # An initialize never waits for a slot: the slots may all be held by long calls of
-            # a session that expired, and the new session must not wait for them.
-            slot = out.method != "initialize"
-            if slot:
-                await self._slots.acquire()
-            try:
-                self._check_open()
-            except TransportClosed:
-                if slot:
-                    self._slots.release()
-                raise
-            # The session of the moment the frame was handed over, not of when the task runs.
-            self._tasks.start_soon(self._post_request, frame, out, self._session_id, slot)
-        else:
-            await self._post_message(frame, out)
-
-    async def _resend(self, held: list[tuple[bytes, Outgoing]]) -> None:
-        for frame, out in held:
-            if self._holding:  # the new session expired too: hold them for the next one
-                self._held.append((frame, out))
-                continue
-            try:
-                await self._dispatch(frame, out)
-            except TransportClosed:
-                self._fail(out.requests, self._not_sent(out), sent=False)
-
-    def _not_sent(self, out: Outgoing) -> ServerDisconnected:
+    def _never_processed(self, out: Outgoing) -> ServerDisconnected:
         return ServerDisconnected(
-            f"{out.label} to {self.info.detail} was never sent: the connection ended first",
+            f"{out.label} to {self.info.detail} was never processed: the server ended the "
+            "session before it, and no new session was initialized; it is safe to retry",
             sent=False,
         )
 
-    async def _post_message(self, frame: bytes, out: Outgoing) -> None:
+    # ------------------------------------------------------------------ sending
+
+    async def _post_message(self, seq: int, frame: bytes, out: Outgoing) -> None:
         """POST a notification or a response and wait for the server to accept it."""
-        session_id = self._session_id
-        what = f"POST {out.label} to {self.info.detail}"
-        headers = self._headers(accept=ACCEPT_POST, json_body=True, session_id=session_id)
-        self._posts += 1
-        log_request(what, headers)
-        error: HttpStatusError | None = None
-        try:
-            with map_http_errors(what):
-                async with open_stream(
-                    self._client,
-                    "POST",
-                    self._url,
-                    content=frame,
-                    headers=headers,
-                    timeout=ack_timeout(self._params),
-                ) as response:
-                    if response.is_success:
-                        await discard_body(response)
-                    else:
-                        error = status_error(what, response, await read_excerpt(response))
-        except ConnectError as exc:
-            fatal = self._unreachable(exc)
-            self._end(fatal)
-            raise TransportClosed(str(fatal)) from exc
-        except TransportClosed as exc:
-            logger.warning("%s: %s", self.info, exc)
-        else:
-            if error is not None and self._is_expiry(error, session_id):
-                self._session_expired(session_id, held=(frame, out))
-            elif error is not None:
-                logger.warning("%s: the server refused %s: %s", self.info, out.label, error)
-        self._stop_cancelled(out)
+        while True:
+            session_id = self._session_id
+            what = f"POST {out.label} to {self.info.detail}"
+            headers = self._headers(
+                accept=ACCEPT_POST,
+                json_body=True,
+                session_id=session_id,
+                version=self._protocol_version,
+            )
+            self._posts += 1
+            log_request(what, headers)
+            error: HttpStatusError | None = None
+            try:
+                with map_http_errors(what):
+                    async with open_stream(
+                        self._client,
+                        "POST",
+                        self._url,
+                        content=frame,
+                        headers=headers,
+                        timeout=ack_timeout(self._params),
+                    ) as response:
+                        if response.is_success:
+                            await discard_body(response)
+                        else:
+                            error = status_error(what, response, await read_excerpt(response))
+            except ConnectError as exc:
+                self._end(self._unreachable(exc))
+                return
+            except TransportClosed as exc:
+                logger.warning("%s: %s", self.info, exc)
+            else:
+                if error is not None and self._is_expiry(error, session_id):
+                    if await self._session_expired(session_id, held=(seq, frame, out)):
+                        continue
+                elif error is not None:
+                    logger.warning("%s: the server refused %s: %s", self.info, out.label, error)
+            self._stop_cancelled(out)
+            return
 
     def _stop_cancelled(self, out: Outgoing) -> None:
         """We told the server to cancel these requests: stop reading their answers."""
@@ -354,78 +440,122 @@ class HttpTransport(HttpTransportBase):
                     stream.scope.cancel()
 
     async def _post_request(
-        self, frame: bytes, out: Outgoing, session_id: str | None, slot: bool
+        self,
+        seq: int,
+        frame: bytes,
+        out: Outgoing,
+        session_id: str | None,
+        version: str | None,
+        slot: bool,
+        deciding: trio.Event | None,
     ) -> None:
         """POST a request and read its answer (resuming the stream if it breaks); ``slot`` says
-        whether it holds one of the ``max_in_flight`` slots."""
+        whether it holds one of the ``max_in_flight`` slots; ``deciding`` is set when it is the
+        first initialize and its answer has said whether to fall back (the fallback sets it,
+        if there is one)."""
         stream = _Stream(
+            seq=seq,
+            deciding=deciding,
             ids=set(out.requests),
             method=out.label,
             session_id=session_id,
+            version=version,
             parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
         )
         for request_id in out.requests:
             self._awaiting[request_id] = stream
-        self._in_flight += 1
         try:
             with stream.scope:
                 await self._answer_request(frame, out, stream)
         finally:
+            if stream.deciding is not None:
+                self._settled(stream.deciding)
             self._in_flight -= 1
             if slot:
-                self._slots.release()
+                self._slots_taken -= 1
+                self._pump_wake.set()
             for request_id in out.requests:
                 if self._awaiting.get(request_id) is stream:
                     del self._awaiting[request_id]
 
     async def _answer_request(self, frame: bytes, out: Outgoing, stream: _Stream) -> None:
-        what = f"POST {out.label} to {self.info.detail}"
-        headers = self._headers(accept=ACCEPT_POST, json_body=True, session_id=stream.session_id)
-        self._posts += 1
-        log_request(what, headers)
-        reason = "the server ended the stream"
-        try:
-            with map_http_errors(what):
-                async with open_stream(
-                    self._client, "POST", self._url, content=frame, headers=headers
-                ) as response:
-                    if not await self._read_answer(frame, out, stream, response):
-                        return
-        except ConnectError as exc:
-            self._fail_stream(stream, self._unreachable_for_call(exc), sent=False)
-            self._end(self._unreachable(exc))
-            return
-        except TransportClosed as exc:
-            reason = str(exc)
-        if stream.ids:
-            await self._resume_stream(stream, reason)
+        left = False
 
-    def _unreachable_for_call(self, exc: ConnectError) -> McpError:
-        if not self._reached:
-            return exc
-        return ServerDisconnected(f"{exc}; the request was not sent", sent=False)
+        def sending() -> None:
+            nonlocal left
+            left = True
+            self._not_left.difference_update(out.requests)
+
+        while True:
+            what = f"POST {out.label} to {self.info.detail}"
+            headers = self._headers(
+                accept=ACCEPT_POST,
+                json_body=True,
+                session_id=stream.session_id,
+                version=stream.version,
+            )
+            self._posts += 1
+            log_request(what, headers)
+            reason = "the server ended the stream"
+            step: _Next = "resume"
+            try:
+                with map_http_errors(what):
+                    async with open_stream(
+                        self._client,
+                        "POST",
+                        self._url,
+                        content=frame,
+                        headers=headers,
+                        on_sending=sending,
+                    ) as response:
+                        step = await self._read_answer(frame, out, stream, response)
+            except ConnectError as exc:
+                ids, stream.ids = tuple(stream.ids), set()
+                await self._cannot_connect(ids, exc)
+                return
+            except TransportClosed as exc:
+                if not left:  # no free connection in time: it never went out
+                    error = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
+                    await self._fail_stream(stream, error, sent=False)
+                    return
+                reason = str(exc)
+            if step == "repost":
+                self._renew_stream(stream, out)
+                continue
+            if step == "resume" and stream.ids:
+                await self._resume_stream(stream, reason)
+            return
+
+    def _renew_stream(self, stream: _Stream, out: Outgoing) -> None:
+        """An older session refused the request after the transport stopped holding: POST it
+        again, with the current session."""
+        logger.debug("%s: re-sending %s with the current session", self.info, out.label)
+        stream.ids = set(out.requests)
+        stream.session_id = self._session_id
+        stream.version = self._protocol_version
+        stream.parser = SseParser(max_event_bytes=self._params.max_frame_bytes)
+        stream.events = 0
+        stream.too_large = None
 
     async def _read_answer(
         self, frame: bytes, out: Outgoing, stream: _Stream, response: httpx.Response
-    ) -> bool:
-        """Handle the answer to a POSTed request. Returns True when its stream must be resumed
-        (it ended before every response arrived)."""
+    ) -> _Next:
+        """Handle the answer to a POSTed request; say what follows."""
         what = f"POST {stream.method} to {self.info.detail}"
         if not response.is_success:
             error = status_error(what, response, await read_excerpt(response))
-            self._refused(frame, out, stream, error)
-            return False
+            return await self._refused(frame, out, stream, error)
         self._reached = True
         self._may_fall_back = False
-        if out.method == "initialize" and not self._adopt_session(response, stream):
-            return False
+        if out.method == "initialize" and not await self._adopt_session(response, stream):
+            return "done"
         kind = content_type(response)
         if response.status_code in (202, 204) or response.headers.get("content-length") == "0":
             # Accepted without an answer in the body: it may come on the GET stream.
             logger.debug("%s: accepted without an answer in its body", what)
             stream.ids.clear()
             await discard_body(response)
-            return False
+            return "done"
         if kind == "application/json":
             try:
                 body = await read_body(
@@ -434,33 +564,34 @@ class HttpTransport(HttpTransportBase):
                     f"the server's answer to {stream.method}",
                 )
             except FrameTooLarge as exc:
-                self._fail_stream(stream, exc, sent=True)
-                return False
-            await self._deliver(body)
+                await self._fail_stream(stream, exc, sent=True)
+                return "done"
+            if not await self._deliver(body):
+                return "done"
             if stream.ids:
                 problem = RemoteProtocolError(
                     f"the server's JSON answer to {stream.method} at {self.info.detail} did "
                     "not hold its response"
                 )
-                self._fail_stream(stream, problem, sent=True)
-            return False
+                await self._fail_stream(stream, problem, sent=True)
+            return "done"
         if kind == "text/event-stream":
             await self._read_events(response, stream)
-            return bool(stream.ids)
+            return "resume" if stream.ids else "done"
         problem = RemoteProtocolError(
             f"the server answered {stream.method} at {self.info.detail} with content type "
             f"{kind or '(none)'!r}; a Streamable HTTP server answers application/json or "
             "text/event-stream"
         )
-        self._fail_stream(stream, problem, sent=True)
-        return False
+        await self._fail_stream(stream, problem, sent=True)
+        return "done"
 
-    def _fail_stream(self, stream: _Stream, error: McpError, *, sent: bool) -> None:
+    async def _fail_stream(self, stream: _Stream, error: McpError, *, sent: bool) -> None:
         """Fail every call still waiting on ``stream`` with ``error``, and forget them."""
-        self._fail(stream.ids, error, sent=sent)
-        stream.ids.clear()
+        ids, stream.ids = tuple(stream.ids), set()
+        await self._fail(ids, error, sent=sent)
 
-    def _adopt_session(self, response: httpx.Response, stream: _Stream) -> bool:
+    async def _adopt_session(self, response: httpx.Response, stream: _Stream) -> bool:
         """Take the session id from the answer to ``initialize``; False when it is invalid."""
         value = response.headers.get("mcp-session-id")
         if value is None:
@@ -471,26 +602,29 @@ class HttpTransport(HttpTransportBase):
                 f"the server at {self.info.detail} gave a session id that is not visible ASCII "
                 "(0x21-0x7E); the specification does not allow it"
             )
-            self._fail_stream(stream, problem, sent=True)
+            await self._fail_stream(stream, problem, sent=True)
             return False
         self._session_id = value
         return True
 
-    def _refused(
+    async def _refused(
         self, frame: bytes, out: Outgoing, stream: _Stream, error: HttpStatusError
-    ) -> None:
+    ) -> _Next:
         """A POSTed request was answered with an error status."""
         if self._is_expiry(error, stream.session_id):
             stream.ids.clear()  # held, not failed: the server never processed it
-            self._session_expired(stream.session_id, held=(frame, out))
-            return
+            repost = await self._session_expired(stream.session_id, held=(stream.seq, frame, out))
+            return "repost" if repost else "done"
         if out.method == "initialize" and self._may_fall_back and error.status in (400, 404, 405):
             self._may_fall_back = False
             stream.ids.clear()
-            self._falling_back = trio.Event()
-            self._tasks.start_soon(self._fall_back, frame, out, error, self._falling_back)
-            return
-        self._fail_stream(stream, error, sent=True)
+            done = stream.deciding if stream.deciding is not None else trio.Event()
+            stream.deciding = None
+            self._falling_back = done
+            self._tasks.start_soon(self._fall_back, frame, out, error, done)
+            return "done"
+        await self._fail_stream(stream, error, sent=True)
+        return "done"
 
     # ------------------------------------------------------------------ reading streams
 
@@ -534,21 +668,26 @@ class HttpTransport(HttpTransportBase):
         attempts = 0
         while stream.ids:
             if stream.too_large is not None:
-                self._fail(stream.ids, stream.too_large, sent=True)
+                await self._fail_stream(stream, stream.too_large, sent=True)
                 return
             last_id = stream.parser.last_event_id
             if not last_id:
-                self._lost(stream, f"{reason}, and the server gave no event id to resume from")
+                why = f"{reason}, and the server gave no event id to resume from"
+                await self._lost(stream, why)
                 return
             if attempts >= params.max_resume_attempts:
-                self._lost(stream, f"{reason}; gave up after {attempts} attempts to resume it")
+                why = f"{reason}; gave up after {attempts} attempts to resume it"
+                await self._lost(stream, why)
                 return
             attempts += 1
             retry = stream.parser.retry
             await trio.sleep(retry / 1000 if retry is not None else params.reconnect_delay)
             what = f"resuming the answer to {stream.method} at {self.info.detail}"
             headers = self._headers(
-                accept=ACCEPT_SSE, session_id=stream.session_id, last_event_id=last_id
+                accept=ACCEPT_SSE,
+                session_id=stream.session_id,
+                last_event_id=last_id,
+                version=stream.version,
             )
             self._gets += 1
             self._resumptions += 1
@@ -574,22 +713,22 @@ class HttpTransport(HttpTransportBase):
                 reason = str(exc)
                 continue
             if self._is_expiry(error, stream.session_id):
-                lost = tuple(stream.ids)
-                stream.ids.clear()
-                self._session_expired(stream.session_id, lost=lost)
+                lost, stream.ids = tuple(stream.ids), set()
+                await self._session_expired(stream.session_id, lost=lost)
             elif error.status == 405:
-                self._lost(stream, f"{reason}, and the server offers no resumption (GET: 405)")
+                why = f"{reason}, and the server offers no resumption (GET: 405)"
+                await self._lost(stream, why)
             else:
-                self._lost(stream, f"{reason}, and resuming it failed ({error})")
+                await self._lost(stream, f"{reason}, and resuming it failed ({error})")
             return
 
-    def _lost(self, stream: _Stream, why: str) -> None:
+    async def _lost(self, stream: _Stream, why: str) -> None:
         error = ServerDisconnected(
             f"the answer to {stream.method} from {self.info.detail} was lost: {why}; the "
             "outcome is unknown (the request is not re-sent)",
             sent=True,
         )
-        self._fail_stream(stream, error, sent=True)
+        await self._fail_stream(stream, error, sent=True)
 
     # ------------------------------------------------------------------ the GET stream
 
@@ -602,7 +741,10 @@ class HttpTransport(HttpTransportBase):
                 session_id = self._session_id
                 what = f"the GET stream of {self.info.detail}"
                 headers = self._headers(
-                    accept=ACCEPT_SSE, session_id=session_id, last_event_id=parser.last_event_id
+                    accept=ACCEPT_SSE,
+                    session_id=session_id,
+                    last_event_id=parser.last_event_id,
+                    version=self._protocol_version,
                 )
                 self._gets += 1
                 self._get_state = "connecting"
@@ -629,7 +771,7 @@ class HttpTransport(HttpTransportBase):
                 if error is not None:
                     if self._is_expiry(error, session_id):
                         self._get_state = "off"
-                        self._session_expired(session_id)
+                        await self._session_expired(session_id)
                         return
                     if error.status < 500:
                         self._get_state = "unsupported"
@@ -680,30 +822,50 @@ class HttpTransport(HttpTransportBase):
             error.status == 400 and _NO_VALID_SESSION.search(error.body) is not None
         )
 
-    def _session_expired(
+    async def _session_expired(
         self,
         session_id: str | None,
         *,
-        held: tuple[bytes, Outgoing] | None = None,
+        held: tuple[int, bytes, Outgoing] | None = None,
         lost: tuple[RequestId, ...] = (),
-    ) -> None:
-        """The server refused ``session_id``. The first time for the current session: forget it,
-        hold frames back, tell the session. For an older session: just hold (or re-send) the
-        refused frame, and fail the lost calls."""
+    ) -> bool:
+        """The server refused ``session_id``; ``held`` is the frame it refused (never processed),
+        ``lost`` the requests whose answers were lost with it.
+
+        The first time for the current session: forget it, hold frames, put ONE
+        :class:`SessionExpiredNotice`. For an older session: fail the lost calls, and hold the
+        refused frame while the transport holds frames; once it holds no more, return True (the
+        caller re-sends the frame with the current session) when a new session took over, else
+        fail its requests as never processed (the held frames were discarded). For the new
+        session while it is being initialized: end the connection."""
         if session_id is None or session_id != self._session_id:
-            if held is not None:
-                if self._holding:
-                    self._held.append(held)
-                elif not self._closing:
-                    self._tasks.start_soon(self._resend, [held])
             if lost:
                 error = ServerDisconnected(
                     f"the server at {self.info.detail} ended the session while the request was "
                     "in flight: the outcome is unknown (the request is not re-sent)",
                     sent=True,
                 )
-                self._fail(lost, error, sent=True)
-            return
+                await self._fail(lost, error, sent=True)
+            if held is None:
+                return False
+            if self._holding:
+                self._hold(*held)
+                return False
+            if self._session_id is not None:
+                return True  # a new session took over: the caller re-sends it there
+            await self._fail(held[2].requests, self._never_processed(held[2]), sent=False)
+            return False
+        if held is not None:
+            self._hold(*held)
+        if self._renewing:
+            self._end(
+                SessionExpired(
+                    f"the server at {self.info.detail} ended the new session too, while it was "
+                    "being initialized: the connection ends; open a new one",
+                    lost=lost,
+                )
+            )
+            return False
         self._expiries += 1
         logger.warning(
             "%s: the server ended our session; holding messages back until a new one is "
@@ -714,19 +876,18 @@ class HttpTransport(HttpTransportBase):
         self._session_id = None
         self._protocol_version = None
         self._holding = True
-        self._stop_get_stream()
-        if held is not None:
-            self._held.append(held)
-        self._notice = SessionExpired(
+        self._pump_wake.set()  # a pump waiting for a slot holds its frame instead
+        # The GET stream is stopped once the notice is out: this may be its own task.
+        get_scope, self._get_scope, self._get_state = self._get_scope, None, "off"
+        expired = SessionExpired(
             f"the server at {self.info.detail} ended the session (it no longer knows our "
             "session id): initialize a new one",
             lost=lost,
         )
-        self._wake()
-
-    def _take_notice(self) -> McpError | None:
-        notice, self._notice = self._notice, None
-        return notice
+        await self._emit(SessionExpiredNotice(error=expired, lost=lost))
+        if get_scope is not None:
+            get_scope.cancel()
+        return False
 
     # ------------------------------------------------------------------ fallback
 
@@ -734,7 +895,7 @@ class HttpTransport(HttpTransportBase):
         self, frame: bytes, out: Outgoing, error: HttpStatusError, done: trio.Event
     ) -> None:
         """The first initialize was refused with 400/404/405: try HTTP+SSE at the same URL.
-        Sends wait for ``done`` meanwhile."""
+        The pump waits for ``done`` meanwhile."""
         try:
             legacy = LegacyConnection(host=self, sse_url=self._url)
             logger.info(
@@ -750,14 +911,19 @@ class HttpTransport(HttpTransportBase):
                     status=error.status,
                     body=error.body,
                 )
-                self._fail(out.requests, failure, sent=True)
+                await self._fail(out.requests, failure, sent=True)
                 return
             self._legacy = legacy
             logger.info("%s: speaking the legacy HTTP+SSE transport", self.info)
             await legacy.post(frame, out)
         finally:
+            self._settled(done)
+
+    def _settled(self, done: trio.Event) -> None:
+        """The transport the server speaks is known: the pump goes on."""
+        if self._falling_back is done:
             self._falling_back = None
-            done.set()
+        done.set()
 
     # ------------------------------------------------------------------ closing
 
@@ -766,7 +932,9 @@ class HttpTransport(HttpTransportBase):
         session_id, self._session_id = self._session_id, None
         if session_id is None or self._legacy is not None:
             return
-        headers = self._headers(accept=ACCEPT_POST, session_id=session_id)
+        headers = self._headers(
+            accept=ACCEPT_POST, session_id=session_id, version=self._protocol_version
+        )
         what = f"DELETE {self.info.detail}"
         self._deletes += 1
         log_request(what, headers)
@@ -789,29 +957,32 @@ class HttpTransport(HttpTransportBase):
 
 
 @asynccontextmanager
-async def open_http_transport(params: HttpParameters) -> AsyncIterator[HttpTransport]:
+async def open_http_transport(
+    params: HttpParameters, sink: FrameSink | None = None
+) -> AsyncIterator[HttpTransport]:
     """Yield an :class:`HttpTransport` to the Streamable HTTP server at ``params.url``.
 
-    Nothing is sent before the first ``send`` (the server is reached, or found unreachable, with
-    the first request: see :meth:`HttpTransport.receive`). Leaving the block ends the session
-    (``DELETE``, bounded) and closes every stream, even when the block is cancelled; an exception
-    raised in the block comes out as itself, not wrapped in an :class:`ExceptionGroup`.
+    What the server sends, and what the transport learns on its own, goes into ``sink`` (a
+    channel bounded in bytes: an actor's mailbox); without one, into the transport's own inbox,
+    read with :meth:`HttpTransport.receive`. Nothing is sent before the first ``send`` (the
+    server is reached, or found unreachable, with the first request). Leaving the block ends the
+    session (``DELETE``, bounded) and closes every stream, even when the block is cancelled; an
+    exception raised in the block comes out as itself, not wrapped in an
+    :class:`ExceptionGroup`.
     """
     with collapse_exception_group():
         client = make_client(params)
-        transport: HttpTransport | None = None
+        started = False
         try:
             async with trio.open_nursery() as nursery:
-                scope = trio.CancelScope()
-                tasks: trio.Nursery = await nursery.start(host_tasks, scope)
-                transport = HttpTransport(
-                    params=params, client=client, tasks=tasks, tasks_scope=scope
-                )
+                transport = HttpTransport(params=params, client=client, sink=sink)
+                await nursery.start(transport._host)
+                started = True
                 try:
                     yield transport
                 finally:
                     await transport.aclose()
         finally:
-            if transport is None:
+            if not started:
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await client.aclose()

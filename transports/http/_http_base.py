@@ -3,14 +3,23 @@ httpx's exceptions, and the machinery of a message-level transport over HTTP req
 
 :class:`HttpParameters` configures both the Streamable HTTP transport (:mod:`._http`) and the
 legacy HTTP+SSE transport (:mod:`._sse_client`). Over HTTP, one connection to a server is many
-HTTP requests; whatever the server sends back (JSON bodies, the events of SSE streams) goes into
-one bounded queue that :meth:`HttpTransportBase.receive` reads, in the order it arrived.
+HTTP requests; both transports are actors in the manner of the contract
+(:mod:`trio_mcp.transports._base`):
 
-Per-request failures (an error status answering a POSTed request, a POST that could not be sent,
-a response stream that broke before its response) fail *that* request, not the connection: the
-transport reports them to the handler that its user registers with
-:meth:`HttpTransportBase.set_request_failure_handler`. A user that registers none gets the first
-such failure as the end of the connection instead, so a failure is never silent.
+- **Down**: ``send`` / ``send_nowait`` put a frame into the transport's outbox (a
+  :class:`~trio_mcp.transports._channel.ByteChannel`, bounded in bytes), and so do the ability
+  methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume`` and
+  ``discard_held``), so that they apply in order with the frames. One task of the transport, the
+  *pump*, takes the outbox's items in order and starts the HTTP requests.
+- **Up**: whatever the server sends (a JSON body, each event of an SSE stream; a JSON array split
+  into one frame per message) is put into the transport's sink, waiting for room: a full sink
+  stops the tasks that read response bodies, so the server is slowed down (backpressure). What
+  the transport learns on its own goes there too, as events: a request that failed on its own
+  (:class:`~trio_mcp.transports._base.RequestFailed`: an error status answering a POSTed
+  request, a POST that could not be sent, a response stream that broke before its response), the
+  end of the server's session (:class:`~trio_mcp.transports._base.SessionExpiredNotice`), and
+  last of all :class:`~trio_mcp.transports._base.ConnectionEnded`, after which the sink is
+  closed. The transport never calls its user's code.
 
 Secrets: configured header values never appear in ``repr()``, logs or error messages (headers
 whose names look secret are logged as ``***``), nor do the session id, the query string or the
@@ -24,7 +33,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
@@ -42,6 +51,7 @@ from ...protocol._errors import (
     LocalProtocolError,
     McpError,
     McpTransportConfigError,
+    ServerDisconnected,
     TransportClosed,
     TransportError,
 )
@@ -54,12 +64,20 @@ from ...protocol._jsonrpc import (
     parse_message,
 )
 from ...protocol._sse import SseEvent, SseParser
-from .._base import TransportInfo
+from .._base import (
+    ConnectionEnded,
+    FrameSink,
+    InboxReader,
+    RequestFailed,
+    TransportEvent,
+    TransportInfo,
+    open_inbox,
+)
+from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
 
 __all__ = [
     "HttpParameters",
     "HttpStatistics",
-    "RequestFailureHandler",
     "display_url",
     "redacted_headers",
 ]
@@ -70,9 +88,9 @@ logger = logging.getLogger("trio_mcp.transports.http")
 ACCEPT_POST: Final = "application/json, text/event-stream"
 #: The ``Accept`` header of every GET (an SSE stream).
 ACCEPT_SSE: Final = "text/event-stream"
-#: Frames (and wake-up marks) waiting for ``receive()``. When full, the tasks reading response
-#: bodies stop reading, so the server is slowed down (backpressure).
-INBOX_SIZE: Final = 16
+#: The budget of a transport's outbox: frames (and ability calls) given to it and not yet taken
+#: by its pump. When it is full, ``send`` waits and ``send_nowait`` raises ``trio.WouldBlock``.
+OUTBOX_BYTES: Final = DEFAULT_MAILBOX_BYTES
 #: How much of an error answer's body is read, and how much of it an error message quotes.
 _EXCERPT_BYTES: Final = 4096
 _EXCERPT_CHARS: Final = 300
@@ -85,10 +103,6 @@ _UNWIND_BUDGET: Final = 1.0
 #: a body that ends there leaves its connection to the pool: closing a response before its end
 #: closes the connection, and the next request pays for a new one.
 _FINISH_BUDGET: Final = 0.05
-
-#: ``callback(request_id, error, sent)``: the request ``request_id`` failed with ``error``;
-#: ``sent`` says whether it may have reached the server. Synchronous; must not block.
-RequestFailureHandler: TypeAlias = Callable[[RequestId, McpError, bool], None]
 
 _SECRET_HEADER = re.compile(
     r"auth|cookie|token|secret|passw|api[-_]?key|apikey|key|credential|private|session|signature",
@@ -174,6 +188,20 @@ class _OneChunk:
         return data
 
 
+class _SendingTrace:
+    """httpcore's ``trace`` extension, reduced to one event: the request's headers start to be
+    written (HTTP/1.1 or HTTP/2)."""
+
+    __slots__ = ("_on_sending",)
+
+    def __init__(self, on_sending: Callable[[], None]) -> None:
+        self._on_sending = on_sending
+
+    async def __call__(self, name: str, info: Mapping[str, Any]) -> None:
+        if name.endswith(".send_request_headers.started"):
+            self._on_sending()
+
+
 @asynccontextmanager
 async def open_stream(
     client: httpx.AsyncClient,
@@ -183,10 +211,15 @@ async def open_stream(
     headers: httpx.Headers,
     content: bytes | None = None,
     timeout: httpx.Timeout | None = None,
+    on_sending: Callable[[], None] | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """Send one request and yield its response with the body not read yet (``client.stream``,
     made safe against cancellation: see :class:`_Body` and :func:`consume`). The response is
-    closed when the block ends, shielded from cancellation."""
+    closed when the block ends, shielded from cancellation.
+
+    ``on_sending()`` is called (synchronously) when the request starts to go out on a
+    connection: before that, a failure (no connection, no free one in the pool) or a
+    cancellation means the server cannot have seen it."""
     request = client.build_request(
         method,
         url,
@@ -196,6 +229,8 @@ async def open_stream(
     )
     if content is not None:
         request.stream = _Body(content)
+    if on_sending is not None:
+        request.extensions["trace"] = _SendingTrace(on_sending)
     response = await client.send(request, stream=True)
     try:
         yield response
@@ -596,6 +631,40 @@ def parse_events(
             data = b""
 
 
+# --------------------------------------------------------------------------- the outbox
+
+
+@attrs.frozen
+class SendFrame:
+    """A frame to send; ``now``: past the frames held since the session expired
+    (``send_now``)."""
+
+    frame: bytes
+    out: Outgoing
+    now: bool = False
+
+
+@attrs.frozen
+class SetVersion:
+    """Every later request carries ``version`` as ``MCP-Protocol-Version``."""
+
+    version: str
+
+
+@attrs.frozen
+class ResumeHeld:
+    """Send the frames held since the session expired, in order."""
+
+
+@attrs.frozen
+class DiscardHeld:
+    """Fail the held requests as never sent; drop the held notifications."""
+
+
+#: What goes into a transport's outbox, in the order its user gave it.
+OutboxItem: TypeAlias = SendFrame | SetVersion | ResumeHeld | DiscardHeld
+
+
 # --------------------------------------------------------------------------- statistics
 
 
@@ -607,11 +676,13 @@ class HttpStatistics:
     fallen back to). ``has_session`` says whether the server gave a session id (the id itself is
     never shown); ``protocol_version`` is what the ``MCP-Protocol-Version`` header carries.
     ``posts``, ``gets`` and ``deletes`` count HTTP requests by method; ``resumptions`` the GETs
-    that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages
-    returned by ``receive()``; ``in_flight`` the requests whose answers are awaited now;
-    ``held`` the frames held back since the session expired; ``session_expiries`` how often the
-    server ended our session; ``get_stream`` the state of the stream for server-initiated
-    messages (``"off"``, ``"connecting"``, ``"open"``, ``"unsupported"``, ``"failed"``).
+    that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages taken
+    up from the server (the last may still wait for room in the sink); ``queued`` the items
+    waiting in the outbox; ``in_flight`` the requests whose
+    answers are awaited now; ``held`` the frames held back since the session expired;
+    ``session_expiries`` how often the server ended our session; ``get_stream`` the state of
+    the stream for server-initiated messages (``"off"``, ``"connecting"``, ``"open"``,
+    ``"unsupported"``, ``"failed"``).
     """
 
     mode: str
@@ -622,6 +693,7 @@ class HttpStatistics:
     deletes: int
     resumptions: int
     frames_received: int
+    queued: int
     in_flight: int
     held: int
     session_expiries: int
@@ -631,30 +703,40 @@ class HttpStatistics:
 # --------------------------------------------------------------------------- the base
 
 
-async def host_tasks(
-    scope: trio.CancelScope, *, task_status: trio.TaskStatus[trio.Nursery]
-) -> None:
-    """Run a nursery for a transport's background tasks until ``scope`` is cancelled."""
-    with scope:
-        async with trio.open_nursery() as nursery:
-            task_status.started(nursery)
-            await trio.sleep_forever()
-
-
 @attrs.define(eq=False)
 class HttpTransportBase:
-    """The machinery the HTTP transports share: the receive queue, the failure reporting, the
-    request headers and the orderly close. Not a transport by itself."""
+    """The machinery the HTTP transports share: the outbox and its pump, what goes up into the
+    sink (frames and events), the request headers, the end of the connection and the orderly
+    close. Not a transport by itself: a subclass says what each outbox item does
+    (:meth:`_send_frame`), and is run by :meth:`_host` in a nursery of its opener.
+
+    The end of the connection (:meth:`_end`, or :meth:`aclose`) stops every task of the
+    transport first; then, with nobody else putting anything, :class:`ConnectionEnded` goes into
+    the sink, and the sink is closed. So it is the last item, and ``unsent`` is exact: the
+    requests still in the outbox, and those the transport took but never sent (held, waiting
+    for a free slot, or cancelled before their POST started to go out on a connection).
+    """
 
     _params: HttpParameters
     _client: httpx.AsyncClient
-    _tasks: trio.Nursery
-    _tasks_scope: trio.CancelScope
-    _inbox_send: trio.MemorySendChannel[bytes | None] = attrs.field(init=False)
-    _inbox_recv: trio.MemoryReceiveChannel[bytes | None] = attrs.field(init=False)
-    _failure_handler: RequestFailureHandler | None = attrs.field(default=None, init=False)
+    _given_sink: FrameSink | None = attrs.field(default=None, alias="sink")
+    _sink: FrameSink = attrs.field(init=False)
+    _reader: InboxReader | None = attrs.field(default=None, init=False)
+    _outbox: ByteChannel[OutboxItem] = attrs.field(init=False)
+    _tasks: trio.Nursery = attrs.field(init=False)
+    _tasks_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _tasks_done: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _end_wait: trio.CancelScope = attrs.field(factory=trio.CancelScope, init=False)
+    _host_done: trio.Event = attrs.field(factory=trio.Event, init=False)
     _protocol_version: str | None = attrs.field(default=None, init=False)
-    _fatal: McpError | None = attrs.field(default=None, init=False)
+    #: Why the connection ended on its own (the first reason wins).
+    _ended: McpError | None = attrs.field(default=None, init=False)
+    _end_put: bool = attrs.field(default=False, init=False)
+    #: Ids of requests the pump took from the outbox that have not left: held, waiting for a
+    #: slot, or whose POST has not started to go out on a connection (or could not connect,
+    #: until that is reported).
+    _not_left: set[RequestId] = attrs.field(factory=set, init=False)
+    _unsent: frozenset[RequestId] | None = attrs.field(default=None, init=False)
     #: Whether the server has answered anything yet: before that, failing to reach it is a
     #: ConnectError, afterwards it means the server went away.
     _reached: bool = attrs.field(default=False, init=False)
@@ -666,7 +748,13 @@ class HttpTransportBase:
     _frames_received: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._inbox_send, self._inbox_recv = trio.open_memory_channel[bytes | None](INBOX_SIZE)
+        self._outbox = ByteChannel[OutboxItem](max_bytes=OUTBOX_BYTES)
+        if self._given_sink is None:
+            inbox = open_inbox()
+            self._sink = inbox
+            self._reader = InboxReader(inbox)
+        else:
+            self._sink = self._given_sink
 
     # ------------------------------------------------------------------ the contract
 
@@ -677,91 +765,171 @@ class HttpTransportBase:
 
     @property
     def protocol_version(self) -> str | None:
-        """The version sent as ``MCP-Protocol-Version``, once the session has set it."""
+        """The version sent as ``MCP-Protocol-Version``, once the pump applied
+        :meth:`set_protocol_version`."""
         return self._protocol_version
 
-    def set_protocol_version(self, version: str) -> None:
-        """The handshake settled on ``version``: send it as ``MCP-Protocol-Version`` on every
-        later request."""
-        self._protocol_version = version
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """Put one message (``frame``) into the outbox now, or raise ``trio.WouldBlock`` when
+        it is full.
 
-    def set_request_failure_handler(self, handler: RequestFailureHandler | None) -> None:
-        """Register ``handler(request_id, error, sent)``, called synchronously when one request
-        fails on its own (an error status, a POST that could not be sent, a response stream that
-        broke before its response). Without a handler such a failure ends the connection."""
-        self._failure_handler = handler
+        ``request_id`` is accepted for the contract: the transport reads the ids of the requests
+        a frame holds from the frame itself (it parses every frame to route it). Raises
+        :class:`TransportClosed` once the transport is closed or the connection ended (nothing
+        was sent), :class:`LocalProtocolError` when ``frame`` is not a JSON-RPC message.
+        """
+        self._check_open()
+        item = SendFrame(frame, describe_outgoing(frame))
+        try:
+            self._outbox.send_nowait(item, len(frame))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed(self._why_closed()) from None
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        """:meth:`send_nowait`, waiting for room in the outbox. Returns once the frame is in the
+        outbox: what the server made of it comes up through the sink."""
+        await self._put(lambda: SendFrame(frame, describe_outgoing(frame)), len(frame))
+
+    async def set_protocol_version(self, version: str) -> None:
+        """The handshake settled on ``version``: every request that the pump starts after this
+        call (in outbox order) carries it as ``MCP-Protocol-Version``. Raises like
+        :meth:`send`."""
+        await self._put(lambda: SetVersion(version))
 
     async def receive(self) -> bytes:
-        """Return the next message the server sent, on any stream, in arrival order.
-
-        Raises :class:`TransportClosed` after :meth:`aclose` or once the connection ended (the
-        message says why: the server cannot be reached any more, its event stream ended...), and
-        :class:`ConnectError` when the server could not be reached at all. Messages that arrived
-        before the end are returned first. The Streamable HTTP transport raises
-        :class:`SessionExpired` (a :class:`TransportClosed`) once when the server ended the
-        session, and goes on afterwards; the HTTP+SSE transport ends with
-        :class:`FrameTooLarge` when the server sent an event over ``max_frame_bytes``.
-        """
-        while True:
-            if self._closing:
-                raise TransportClosed(self._closed_message())
-            notice = self._take_notice()
-            if notice is not None:
-                raise notice
-            try:
-                item = self._inbox_recv.receive_nowait()
-            except trio.WouldBlock:
-                if self._fatal is not None:
-                    raise self._fatal from None
-                try:
-                    item = await self._inbox_recv.receive()
-                except (trio.ClosedResourceError, trio.EndOfChannel):
-                    raise TransportClosed(self._closed_message()) from None
-            except (trio.ClosedResourceError, trio.EndOfChannel):
-                raise TransportClosed(self._closed_message()) from None
-            if item is not None:
-                self._frames_received += 1
-                return item
+        """For a transport opened without a sink: the next message the server sent, on any
+        stream, in arrival order (see :class:`~trio_mcp.transports._base.InboxReader`: a
+        :class:`RequestFailed` or :class:`SessionExpiredNotice` is raised once as its error,
+        :class:`ConnectionEnded` as its error from then on). Raises :class:`TransportClosed` at
+        once after :meth:`aclose`, and ``RuntimeError`` when the frames go to a sink."""
+        if self._reader is None:
+            raise RuntimeError("this transport's frames go to the sink it was opened with")
+        if self._closing:
+            await trio.lowlevel.checkpoint()
+            raise TransportClosed(self._closed_message())
+        return await self._reader.receive()
 
     async def aclose(self) -> None:
         """Close the connection: stop every stream and request in flight, end the session when
-        the transport has one, close the HTTP client. Idempotent (a concurrent second call waits
-        for the first), shielded from cancellation and bounded in time; never raises for a
-        misbehaving server."""
+        the transport has one, close the HTTP client, then put :class:`ConnectionEnded` into the
+        sink (if it has room; the connection did not end before) and close it. Idempotent (a
+        concurrent second call waits for the first), shielded from cancellation and bounded in
+        time; never raises for a misbehaving server."""
         if self._closing:
             await self._close_done.wait()
             return
         self._closing = True
-        self._inbox_recv.close()
+        self._outbox.close()
         try:
             with trio.CancelScope(shield=True):
                 self._tasks_scope.cancel()
+                await self._tasks_done.wait()
                 await self._shut_down()
                 with trio.move_on_after(_CLIENT_CLOSE_BUDGET):
                     await self._client.aclose()
+                self._end_wait.cancel()
+                await self._host_done.wait()
+                if not self._end_put:
+                    with contextlib.suppress(
+                        trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+                    ):
+                        self._sink.send_nowait(self._ending(), ITEM_OVERHEAD)
+                self._sink.close()
         finally:
             self._close_done.set()
+
+    # ------------------------------------------------------------------ the actor
+
+    async def _host(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the transport's tasks (the pump, and whatever it starts) until the connection
+        ends or is closed; after an end of its own, put :class:`ConnectionEnded` (waiting for
+        room, until :meth:`aclose` cuts the wait) and close the sink."""
+        try:
+            try:
+                with self._tasks_scope:
+                    async with trio.open_nursery() as tasks:
+                        self._tasks = tasks
+                        tasks.start_soon(self._pump)
+                        task_status.started()
+                        await trio.sleep_forever()
+            finally:
+                self._tasks_done.set()
+            if not self._closing:
+                with self._end_wait:
+                    try:
+                        await self._sink.send(self._ending(), ITEM_OVERHEAD)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        logger.debug("%s: nobody receives the end of the connection", self.info)
+                    self._end_put = True
+                    self._sink.close()
+        finally:
+            self._host_done.set()
+
+    async def _pump(self) -> None:
+        """Take the outbox's items in order and apply each (start the POSTs)."""
+        outbox = self._outbox
+        while True:
+            try:
+                item = await outbox.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            if isinstance(item, SendFrame):
+                self._not_left.update(item.out.requests)
+            await self._apply(item)
+
+    async def _apply(self, item: OutboxItem) -> None:
+        """Apply one outbox item (in the pump). Extended by the Streamable HTTP transport."""
+        match item:
+            case SendFrame(frame=frame, out=out, now=now):
+                await self._send_frame(frame, out, now=now)
+            case SetVersion(version=version):
+                self._set_version(version)
+            case ResumeHeld() | DiscardHeld():
+                raise AssertionError(f"{type(self).__name__} never holds frames")
+
+    async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
+        """Send one frame (in the pump; overridden)."""
+        raise NotImplementedError  # pragma: no cover - every transport overrides it
+
+    def _set_version(self, version: str) -> None:
+        """Apply a protocol version (in the pump)."""
+        self._protocol_version = version
+
+    async def _put(self, make: Callable[[], OutboxItem], size: int = ITEM_OVERHEAD) -> None:
+        """Put ``make()`` into the outbox, waiting for room; made after the open check, so that
+        a closed transport says so before a frame is parsed."""
+        try:
+            self._check_open()
+            item = make()
+        except McpError:
+            await trio.lowlevel.checkpoint()
+            raise
+        try:
+            await self._outbox.send(item, size)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed(self._why_closed()) from None
 
     # ------------------------------------------------------------------ for subclasses
 
     async def _shut_down(self) -> None:
         """Transport-specific closing (the DELETE of a session). Shielded by the caller."""
 
-    def _take_notice(self) -> McpError | None:
-        """An error ``receive()`` raises before any queued frame (overridden)."""
-        return None
-
     def _response_arrived(self, request_id: RequestId) -> None:
-        """A response to ``request_id`` was queued (overridden)."""
+        """A response to ``request_id`` was put into the sink (overridden)."""
 
     def _closed_message(self) -> str:
         return f"the transport to {self.info.detail} was closed; open a new one"
 
+    def _why_closed(self) -> str:
+        if self._closing:
+            return self._closed_message()
+        return f"the connection ended: {self._ended}"
+
     def _check_open(self) -> None:
         if self._closing:
             raise TransportClosed(self._closed_message())
-        if self._fatal is not None:
-            raise TransportClosed(f"the connection ended: {self._fatal}")
+        if self._ended is not None:
+            raise TransportClosed(f"the connection ended: {self._ended}")
 
     def _headers(
         self,
@@ -770,13 +938,14 @@ class HttpTransportBase:
         json_body: bool = False,
         session_id: str | None = None,
         last_event_id: str | None = None,
+        version: str | None = None,
     ) -> httpx.Headers:
         headers = httpx.Headers(dict(self._params.headers))
         headers["Accept"] = accept
         if json_body:
             headers["Content-Type"] = "application/json"
-        if self._protocol_version is not None:
-            headers["MCP-Protocol-Version"] = self._protocol_version
+        if version is not None:
+            headers["MCP-Protocol-Version"] = version
         if session_id is not None:
             headers["Mcp-Session-Id"] = session_id
         if last_event_id:
@@ -784,48 +953,77 @@ class HttpTransportBase:
         return headers
 
     async def _deliver(self, data: bytes) -> bool:
-        """Queue what the server sent (split into messages) for ``receive()``. Returns False when
-        nobody receives any more (the transport is closing)."""
+        """Put what the server sent (split into messages) into the sink, waiting for room.
+        Returns False when nobody receives any more (the connection then ends)."""
         for frame, answered in split_incoming(data):
+            self._frames_received += 1  # before: its receiver may run before this task goes on
             try:
-                await self._inbox_send.send(frame)
+                await self._sink.send(frame, len(frame))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._sink_gone()
                 return False
             if answered is not None:
                 self._response_arrived(answered)
         return True
 
-    def _wake(self) -> None:
-        """Wake a ``receive()`` that waits, so that it sees a notice or the end."""
-        # A full queue wakes it anyway; a closed one has nobody to wake.
-        with contextlib.suppress(
-            trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
-        ):
-            self._inbox_send.send_nowait(None)
+    async def _emit(self, event: TransportEvent) -> bool:
+        """Put ``event`` into the sink, waiting for room; False when nobody receives any more."""
+        try:
+            await self._sink.send(event, ITEM_OVERHEAD)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._sink_gone()
+            return False
+        return True
+
+    def _sink_gone(self) -> None:
+        self._end(TransportClosed(f"nobody receives from the transport to {self.info.detail}"))
 
     def _end(self, error: McpError) -> None:
-        """The connection is over (the first reason wins): ``receive()`` raises ``error`` once the
-        frames queued before it are taken."""
-        if self._fatal is None and not self._closing:
-            logger.warning("%s: the connection ended: %s", self.info, error)
-            self._fatal = error
-            self._wake()
+        """The connection is over (the first reason wins): stop taking frames, stop every task;
+        :meth:`_host` then puts :class:`ConnectionEnded` with ``error`` into the sink. Sync;
+        the calling task is cancelled at its next checkpoint, so it says what it has to say
+        (a :class:`RequestFailed`) before it calls this."""
+        if self._ended is not None or self._closing:
+            return
+        logger.warning("%s: the connection ended: %s", self.info, error)
+        self._ended = error
+        self._outbox.close()
+        self._tasks_scope.cancel()
 
-    def _fail(
-        self, ids: tuple[RequestId, ...] | set[RequestId], error: McpError, sent: bool
-    ) -> None:
-        """Fail the requests ``ids`` alone (through the failure handler)."""
+    def _ending(self) -> ConnectionEnded:
+        error = self._ended or TransportClosed(self._closed_message())
+        return ConnectionEnded(error=error, unsent=self._final_unsent())
+
+    def _final_unsent(self) -> frozenset[RequestId]:
+        """The requests that never left, once every task stopped: computed once."""
+        if self._unsent is None:
+            ids = set(self._not_left)
+            for item in self._outbox.drain():
+                if isinstance(item, SendFrame):
+                    ids.update(item.out.requests)
+            self._unsent = frozenset(ids)
+        return self._unsent
+
+    async def _fail(self, ids: Iterable[RequestId], error: McpError, sent: bool) -> None:
+        """Fail the requests ``ids`` alone: a :class:`RequestFailed` each, into the sink."""
         for request_id in tuple(ids):
             logger.info("%s: request %r failed: %s", self.info, request_id, error)
-            if self._failure_handler is None:
-                self._end(
-                    TransportClosed(
-                        f"{error} (the transport's user takes no per-request failures, so the "
-                        "connection ends)"
-                    )
-                )
+            if not await self._emit(RequestFailed(request_id=request_id, error=error, sent=sent)):
                 return
-            self._failure_handler(request_id, error, sent)
+            self._not_left.discard(request_id)
+
+    async def _cannot_connect(self, ids: Iterable[RequestId], error: ConnectError) -> None:
+        """A POST of the requests ``ids`` could not connect: they fail as never sent, and the
+        connection ends (the server cannot be reached)."""
+        ids = tuple(ids)
+        self._not_left.update(ids)  # if the end comes first, they are unsent
+        await self._fail(ids, self._unreachable_for_call(error), sent=False)
+        self._end(self._unreachable(error))
+
+    def _unreachable_for_call(self, error: ConnectError) -> McpError:
+        if not self._reached:
+            return error
+        return ServerDisconnected(f"{error}; the request was not sent", sent=False)
 
     def _unreachable(self, error: TransportError) -> McpError:
         """The error that ends the connection when the server cannot be connected to."""

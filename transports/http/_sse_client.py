@@ -16,11 +16,17 @@ The wire, as both reference servers speak it:
 - every server message arrives as a ``message`` event on the stream (a JSON array is a batch and
   is split into messages).
 
-Failures: a POSTed request answered with an error status fails that call alone
-(:class:`HttpStatusError`, through the failure handler, see :mod:`._http_base`); a 404 on the
-endpoint means the server forgot the session, and the end of the event stream (or a server that
+``send`` puts a frame into the outbox; the transport's pump POSTs the frames one after the
+other, in order, each once the server accepted the one before. Every message of the event stream
+goes up into the sink, waiting for room (a full sink stops the reading of the stream).
+
+Failures: a POSTed request answered with an error status fails that call alone (a
+:class:`~trio_mcp.transports._base.RequestFailed` with :class:`HttpStatusError`, see
+:mod:`._http_base`); a 404 on the endpoint means the server forgot the session: the request
+fails as never sent and the connection ends; the end of the event stream (or a server that
 cannot be reached) ends the connection: there is no resumption in this transport. An event over
-``max_frame_bytes`` ends the connection too (which call it belonged to cannot be told).
+``max_frame_bytes`` ends the connection too (which call it belonged to cannot be told). The last
+item in the sink is always a :class:`~trio_mcp.transports._base.ConnectionEnded`.
 
 The same machinery serves the Streamable HTTP transport when it falls back to this one
 (:class:`LegacyConnection`).
@@ -47,7 +53,7 @@ from ...protocol._errors import (
     TransportClosed,
 )
 from ...protocol._sse import SseParser
-from .._base import TransportInfo, collapse_exception_group
+from .._base import FrameSink, TransportInfo, collapse_exception_group
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -58,10 +64,8 @@ from ._http_base import (
     ack_timeout,
     consume,
     content_type,
-    describe_outgoing,
     discard_body,
     display_url,
-    host_tasks,
     log_request,
     make_client,
     map_http_errors,
@@ -86,7 +90,8 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 @attrs.define(eq=False)
 class LegacyConnection:
     """One HTTP+SSE session, run for an HTTP transport (``host``): its event stream runs in the
-    host's task nursery and delivers to the host's receive queue; :meth:`post` sends."""
+    host's task nursery and puts what it brings into the host's sink; :meth:`post` sends (in
+    the host's pump)."""
 
     host: HttpTransportBase
     sse_url: httpx.URL
@@ -140,7 +145,7 @@ class LegacyConnection:
             return self._too_large is None
 
         try:
-            headers = host._headers(accept=ACCEPT_SSE)
+            headers = host._headers(accept=ACCEPT_SSE, version=host._protocol_version)
             log_request(f"GET {where} (HTTP+SSE)", headers)
             host._gets += 1
             with map_http_errors(f"GET {where} (HTTP+SSE)"):
@@ -220,9 +225,16 @@ class LegacyConnection:
         host = self.host
         assert self.endpoint is not None
         what = f"POST {out.label} to {display_url(self.endpoint)}"
-        headers = host._headers(accept=ACCEPT_POST, json_body=True)
+        headers = host._headers(accept=ACCEPT_POST, json_body=True, version=host._protocol_version)
         host._posts += 1
         log_request(f"{what} (HTTP+SSE)", headers)
+        left = False
+
+        def sending() -> None:
+            nonlocal left
+            left = True
+            host._not_left.difference_update(out.requests)
+
         try:
             with map_http_errors(what):
                 async with open_stream(
@@ -232,6 +244,7 @@ class LegacyConnection:
                     content=frame,
                     headers=headers,
                     timeout=ack_timeout(host._params),
+                    on_sending=sending,
                 ) as response:
                     if response.is_success:
                         await self._read_accepted(response, out)
@@ -239,20 +252,22 @@ class LegacyConnection:
                     body = await read_excerpt(response)
                     error = status_error(what, response, body)
         except ConnectError as exc:
-            host._fail(out.requests, exc, sent=False)
-            host._end(host._unreachable(exc))
+            await host._cannot_connect(out.requests, exc)
             return
         except TransportClosed as exc:
-            if out.requests:
+            if out.requests and not left:
+                unsent = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
+                await host._fail(out.requests, unsent, sent=False)
+            elif out.requests:
                 lost = ServerDisconnected(f"{exc}: the outcome is unknown", sent=True)
-                host._fail(out.requests, lost, sent=True)
+                await host._fail(out.requests, lost, sent=True)
             else:
                 logger.warning("%s", exc)
             return
         except FrameTooLarge as exc:
-            host._fail(out.requests, exc, sent=True)
+            await host._fail(out.requests, exc, sent=True)
             return
-        self._refused(out, error)
+        await self._refused(out, error)
 
     async def _read_accepted(self, response: httpx.Response, out: Outgoing) -> None:
         if content_type(response) != "application/json":
@@ -263,18 +278,18 @@ class LegacyConnection:
         if body.strip():
             await self.host._deliver(body)
 
-    def _refused(self, out: Outgoing, error: HttpStatusError) -> None:
+    async def _refused(self, out: Outgoing, error: HttpStatusError) -> None:
         host = self.host
         if error.status == 404:
             refused = ServerDisconnected(
                 f"{error}; the request was refused and is safe to retry", sent=False
             )
-            host._fail(out.requests, refused, sent=False)
+            await host._fail(out.requests, refused, sent=False)
             host._end(
                 TransportClosed(f"the server no longer knows this HTTP+SSE session ({error})")
             )
         elif out.requests:
-            host._fail(out.requests, error, sent=True)
+            await host._fail(out.requests, error, sent=True)
         else:
             logger.warning("%s", error)
 
@@ -284,9 +299,11 @@ class SseTransport(HttpTransportBase):
     """A connection to a legacy HTTP+SSE server. Get one from :func:`open_sse_transport`; see
     :class:`trio_mcp.transports.Transport` for the contract.
 
-    ``send`` POSTs one message and returns once the server accepted it (202); concurrent sends
-    are allowed. ``receive`` returns the messages of the event stream in order. Per-request
-    failures go to the handler set with :meth:`set_request_failure_handler`.
+    ``send`` puts a frame into the outbox; the pump POSTs the frames in order, each once the
+    server accepted the one before (202); concurrent sends are allowed. The messages of the
+    event stream go up into the sink in order. Besides the contract it offers
+    :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`) and
+    :meth:`statistics`.
     """
 
     _legacy: LegacyConnection = attrs.field(init=False)
@@ -311,21 +328,14 @@ class SseTransport(HttpTransportBase):
             deletes=self._deletes,
             resumptions=0,
             frames_received=self._frames_received,
+            queued=len(self._outbox),
             in_flight=0,
             held=0,
             session_expiries=0,
-            get_stream="open" if self._fatal is None and not self._closing else "off",
+            get_stream="open" if self._ended is None and not self._closing else "off",
         )
 
-    async def send(self, frame: bytes) -> None:
-        """POST one message (``frame``) to the server's endpoint.
-
-        Raises :class:`TransportClosed` once the transport is closed or the connection ended,
-        and :class:`LocalProtocolError` when ``frame`` is not a JSON-RPC message. The server's
-        refusals are reported per request (see :meth:`LegacyConnection.post`).
-        """
-        self._check_open()
-        out = describe_outgoing(frame)
+    async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
         await self._legacy.post(frame, out)
 
     async def _connect(self) -> None:
@@ -333,10 +343,14 @@ class SseTransport(HttpTransportBase):
 
 
 @asynccontextmanager
-async def open_sse_transport(params: HttpParameters) -> AsyncIterator[SseTransport]:
+async def open_sse_transport(
+    params: HttpParameters, sink: FrameSink | None = None
+) -> AsyncIterator[SseTransport]:
     """Connect to the legacy HTTP+SSE server at ``params.url`` and yield its
     :class:`SseTransport` once the server has sent its ``endpoint`` event.
 
+    What the server sends, and what the transport learns on its own, goes into ``sink``;
+    without one, into the transport's own inbox, read with :meth:`SseTransport.receive`.
     Raises :class:`ConnectError` when the server cannot be reached or does not speak HTTP+SSE
     there, :class:`ConnectTimeout` when no endpoint arrives within ``connect_timeout`` and
     :class:`HttpStatusError` when the GET is refused (401, 404...). Leaving the block closes the
@@ -345,20 +359,18 @@ async def open_sse_transport(params: HttpParameters) -> AsyncIterator[SseTranspo
     """
     with collapse_exception_group():
         client = make_client(params)
-        transport: SseTransport | None = None
+        started = False
         try:
             async with trio.open_nursery() as nursery:
-                scope = trio.CancelScope()
-                tasks: trio.Nursery = await nursery.start(host_tasks, scope)
-                transport = SseTransport(
-                    params=params, client=client, tasks=tasks, tasks_scope=scope
-                )
+                transport = SseTransport(params=params, client=client, sink=sink)
+                await nursery.start(transport._host)
+                started = True
                 try:
                     await transport._connect()
                     yield transport
                 finally:
                     await transport.aclose()
         finally:
-            if transport is None:
+            if not started:
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await client.aclose()

@@ -297,8 +297,9 @@ async def test_a_connection_that_ends_with_its_listing_leaves_no_tool_behind(
 ) -> None:
     # The first connection is clean; once it is dropped, every new one is cut right after the
     # server's second frame, its tools/list answer, so the answer and the end arrive together,
-    # attempt after attempt (connections 1 to 8, counting from 0). At no step may the server's tools be registered unless it is
-    # READY, and while it is reconnecting the table holds none of them.
+    # attempt after attempt (connections 1 to 8, counting from 0). At no step may the server's
+    # tools be registered unless it is READY, and while it is reconnecting the table holds none
+    # of them.
     fake = FakeServer(name="s", tools=[FakeTool("t")])
     cut = ChaosPolicy(seed=0, disconnect_after_frames=2)
     factory = chaos_transport_factory(fake.transport_factory(), [None] + [cut] * 8)

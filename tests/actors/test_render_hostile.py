@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.protocol.hostile_json import KINDS, Kind, at_depth, deep_value, nest
-from trio_mcp.actors.config._redact import redact_text
 from trio_mcp.actors.agent._render import render_result, renders_inline
+from trio_mcp.actors.config._redact import redact_text
 from trio_mcp.protocol import MAX_JSON_DEPTH
 from trio_mcp.protocol._types import (
     CallToolResult,

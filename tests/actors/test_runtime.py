@@ -33,7 +33,6 @@ from trio_mcp.protocol import (
     ServerUnavailable,
     Tool,
     ToolNotFound,
-    parse_message,
 )
 
 # Every test runs on trio's virtual clock (autojump): times are exact and nothing waits.

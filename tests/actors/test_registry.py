@@ -660,17 +660,43 @@ async def test_the_view_reads_like_the_table(autojump_clock: trio.testing.MockCl
         nursery.cancel_scope.cancel()
 
 
+THIRD_JOINS = [replace("a", 1, "b_c"), replace("a_b", 1, "c"), replace("a.b", 1, "c")]
+THIRD_LEAVES = [*THIRD_JOINS, WithdrawServer(server="a.b", generation=1)]
+
+
+@pytest.mark.parametrize(
+    ("messages", "reason"),
+    [
+        pytest.param(
+            RIVAL_RENAMED,
+            "maps to 'mcp_a_b_x_y' like tool 'x_y' of server 'a_b'; both refused",
+            id="the-rival-renames-its-tool",
+        ),
+        pytest.param(
+            THIRD_JOINS,
+            "maps to 'mcp_a_b_c' like tool 'c' of server 'a.b', 'c' of server 'a_b'; both refused",
+            id="a-third-server-joins-the-clash",
+        ),
+        pytest.param(
+            THIRD_LEAVES,
+            "maps to 'mcp_a_b_c' like tool 'c' of server 'a_b'; both refused",
+            id="the-third-server-leaves",
+        ),
+    ],
+)
 async def test_a_refusal_in_the_view_names_the_rivals_current_tool(
     autojump_clock: trio.testing.MockClock,
+    messages: list[ReplaceTools | WithdrawServer],
+    reason: str,
 ) -> None:
+    # The clash refusal of server "a" names its rivals: when they change, "a"'s refusals in
+    # the published view change too (the table's refused_of("a") does).
     async with trio.open_nursery() as nursery:
         registry, _ = await start_registry(nursery)
-        for msg in RIVAL_RENAMED:
+        for msg in messages:
             await registry.send(msg)
             await settle()
-        assert [r.reason for r in registry.view.refused_of("a")] == [
-            "maps to 'mcp_a_b_x_y' like tool 'x_y' of server 'a_b'; both refused"
-        ]
+        assert [r.reason for r in registry.view.refused_of("a")] == [reason]
         nursery.cancel_scope.cancel()
 
 

@@ -33,7 +33,7 @@ from trio_mcp.protocol._errors import (
     TransportClosed,
 )
 from trio_mcp.protocol._types import CallToolResult, TextContent, ToolAnnotations
-from trio_mcp.transports._base import Transport
+from trio_mcp.transports._base import InboxReader, Transport, open_inbox
 
 
 @attrs.define
@@ -41,6 +41,8 @@ class RawClient:
     """A minimal JSON-RPC client for driving the fake by hand."""
 
     transport: Transport
+    #: Where the transport's frames go when it was opened with a sink (else its receive()).
+    inbox: InboxReader | None = None
     #: Every message received that was not the answer being waited for.
     other: list[dict[str, Any]] = attrs.Factory(list)
     next_id: int = 1
@@ -58,7 +60,8 @@ class RawClient:
         return request_id
 
     async def receive(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(await self.transport.receive())
+        reader = self.inbox if self.inbox is not None else self.transport
+        value: dict[str, Any] = json.loads(await reader.receive())
         return value
 
     async def answer(self, request_id: int) -> dict[str, Any]:
@@ -108,7 +111,7 @@ class RawClient:
 
 @asynccontextmanager
 async def connected(fake: FakeServer, *, initialize: bool = True) -> AsyncIterator[RawClient]:
-    async with fake.transport_factory()() as transport:
+    async with fake.connect() as transport:
         client = RawClient(transport)
         if initialize:
             await client.initialize()
@@ -562,8 +565,9 @@ async def test_refused_connects_are_recorded_with_exact_times(
     for wait in (0.0, 1.5, 2.5):
         await trio.sleep(wait)
         try:
-            async with factory() as transport:
-                client = RawClient(transport)
+            sink = open_inbox()  # the factory takes the connection's sink, as a session's
+            async with factory(sink) as transport:
+                client = RawClient(transport, InboxReader(sink))
                 assert (await client.initialize())["serverInfo"]["name"] == "fake"
         except ConnectError as exc:
             errors.append(str(exc))
@@ -621,7 +625,7 @@ async def test_disconnect_closes_every_live_connection_after_delivering_what_was
 
 async def test_the_server_task_ends_when_the_client_closes() -> None:
     fake = FakeServer(hang={"tools/list"})
-    async with fake.transport_factory()() as transport:
+    async with fake.connect() as transport:
         client = RawClient(transport)
         await client.initialize()
         await client.start("tools/list")  # a handler that never finishes
@@ -635,7 +639,7 @@ async def test_the_server_task_ends_when_the_client_closes() -> None:
 async def test_an_error_in_the_block_comes_out_unwrapped() -> None:
     fake = FakeServer()
     with pytest.raises(KeyError, match="boom"):
-        async with fake.transport_factory()():
+        async with fake.connect():
             raise KeyError("boom")
 
 
@@ -654,6 +658,8 @@ def test_server_config_uses_the_in_memory_factory() -> None:
     ("options", "message"),
     [
         ({"refuse_connects": -1}, "FakeServer.refuse_connects must be an integer >= 0, got -1"),
+        # a memory connection needs a budget of at least one byte
+        ({"max_bytes": 0}, "FakeServer.max_bytes must be an integer >= 1, got 0"),
         ({"page_size": 0}, "FakeServer.page_size must be an integer >= 1 or None, got 0"),
         ({"crash_after_calls": True}, "FakeServer.crash_after_calls must be an integer >= 1"),
     ],

@@ -28,6 +28,7 @@ from collections import deque
 from typing import Final, Generic, TypeVar
 
 import attrs
+import outcome
 import trio
 
 __all__ = ["DEFAULT_MAILBOX_BYTES", "ITEM_OVERHEAD", "ByteChannel", "ByteChannelStatistics"]
@@ -55,18 +56,30 @@ class ByteChannelStatistics:
 
 
 @attrs.define(eq=False)
+class _Sender(Generic[T]):
+    """A sender waiting for room, with its item."""
+
+    task: trio.lowlevel.Task
+    item: T
+    size: int
+
+
+@attrs.define(eq=False)
 class ByteChannel(Generic[T]):
     """A FIFO of items, bounded by the sum of their sizes. See the module docstring.
 
     ``size`` (default :data:`ITEM_OVERHEAD`) is what an item counts for; a frame counts its
-    length.
+    length. Senders that find no room wait in line with their items: when the receiver takes
+    items, the waiting senders' items move into the channel in their order, as far as they fit
+    (as trio's memory channels hand items over), so nobody overtakes anybody.
     """
 
     max_bytes: int = DEFAULT_MAILBOX_BYTES
     _items: deque[tuple[T, int]] = attrs.field(factory=deque, init=False)
     _held: int = attrs.field(default=0, init=False)
     _receiver: trio.lowlevel.Task | None = attrs.field(default=None, init=False)
-    _senders: trio.lowlevel.ParkingLot = attrs.field(factory=trio.lowlevel.ParkingLot, init=False)
+    _receiving: bool = attrs.field(default=False, init=False)
+    _senders: deque[_Sender[T]] = attrs.field(factory=deque, init=False)
     _closed: bool = attrs.field(default=False, init=False)
     _receiver_closed: bool = attrs.field(default=False, init=False)
 
@@ -92,21 +105,23 @@ class ByteChannel(Generic[T]):
         self._put(item, size)
 
     async def send(self, item: T, size: int = ITEM_OVERHEAD) -> None:
-        """Put ``item``, waiting for room (in order with the other waiting senders). A
-        checkpoint. Raises like :meth:`send_nowait` (also when an end comes while waiting)."""
+        """Put ``item``, waiting for room in line with the other waiting senders. A
+        checkpoint. Raises like :meth:`send_nowait` (also when an end comes while waiting:
+        then the item was not put)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         self._check_send()
         if not self._senders and self._has_room(size):
             self._put(item, size)
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
-        while True:
-            await self._senders.park()
-            self._check_send()
-            if self._has_room(size):
-                self._put(item, size)
-                self._senders.unpark()  # the next waiting sender may fit too
-                return
+        sender = _Sender(task=trio.lowlevel.current_task(), item=item, size=size)
+        self._senders.append(sender)
+
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            self._senders.remove(sender)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def _check_send(self) -> None:
         if self._closed:
@@ -122,13 +137,32 @@ class ByteChannel(Generic[T]):
             self._receiver = None
             trio.lowlevel.reschedule(task)
 
+    def _admit(self) -> None:
+        """Move the waiting senders' items in, in order, as far as they fit."""
+        senders = self._senders
+        while senders and self._has_room(senders[0].size):
+            sender = senders.popleft()
+            self._items.append((sender.item, sender.size))
+            self._held += sender.size
+            trio.lowlevel.reschedule(sender.task)
+
+    def _refuse_senders(
+        self, error: type[trio.ClosedResourceError | trio.BrokenResourceError]
+    ) -> None:
+        senders, self._senders = self._senders, deque()
+        for sender in senders:
+            trio.lowlevel.reschedule(
+                sender.task, outcome.Error(error("the channel was closed while this send waited"))
+            )
+
     def close(self) -> None:
         """No more items: the receiver gets what is held, then ``trio.EndOfChannel``. Senders
-        waiting for room get ``trio.ClosedResourceError``. Idempotent."""
+        still waiting for room get ``trio.ClosedResourceError`` (their items were not put).
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._senders.unpark_all()
+        self._refuse_senders(trio.ClosedResourceError)
         task = self._receiver
         if task is not None:
             self._receiver = None
@@ -146,7 +180,7 @@ class ByteChannel(Generic[T]):
             item, size = self._items.popleft()
             self._held -= size
             if self._senders:
-                self._senders.unpark()
+                self._admit()
             return item
         if self._closed:
             raise trio.EndOfChannel
@@ -155,6 +189,8 @@ class ByteChannel(Generic[T]):
     async def receive(self) -> T:
         """The next item, waiting for one. A checkpoint. Raises like :meth:`receive_nowait`
         (never ``trio.WouldBlock``); ``RuntimeError`` if another task is receiving."""
+        if self._receiving:
+            raise RuntimeError("another task is already receiving from this channel")
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             item = self.receive_nowait()
@@ -163,37 +199,42 @@ class ByteChannel(Generic[T]):
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return item
-        if self._receiver is not None:
-            raise RuntimeError("another task is already receiving from this channel")
-        self._receiver = trio.lowlevel.current_task()
+        self._receiving = True
+        try:
+            self._receiver = trio.lowlevel.current_task()
 
-        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-            self._receiver = None
-            return trio.lowlevel.Abort.SUCCEEDED
+            def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+                self._receiver = None
+                return trio.lowlevel.Abort.SUCCEEDED
 
-        await trio.lowlevel.wait_task_rescheduled(abort)
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        finally:
+            self._receiving = False
         return self.receive_nowait()  # woken: an item, the end, or the receiver closed
 
     def close_receiver(self) -> None:
-        """Nobody will receive: drop what is held; senders get ``trio.BrokenResourceError``.
-        Idempotent."""
+        """Nobody will receive: drop what is held; senders (also waiting ones) get
+        ``trio.BrokenResourceError``. Idempotent."""
         self._receiver_closed = True
         self._items.clear()
         self._held = 0
-        self._senders.unpark_all()
+        self._refuse_senders(trio.BrokenResourceError)
         task = self._receiver
         if task is not None:
             self._receiver = None
             trio.lowlevel.reschedule(task)
 
     def drain(self) -> list[T]:
-        """Take every item held now, without waiting (for a receiver that closes and must know
-        what was never taken). Never raises."""
+        """Take every item held now and every item of a sender waiting for room (those sends
+        return: their items are taken), in order, without waiting: for a receiver that stops
+        and must know what it never took. Never raises."""
         items = [item for item, _ in self._items]
         self._items.clear()
         self._held = 0
-        if self._senders:
-            self._senders.unpark_all()
+        senders, self._senders = self._senders, deque()
+        for sender in senders:
+            items.append(sender.item)
+            trio.lowlevel.reschedule(sender.task)
         return items
 
     # ------------------------------------------------------------------ reading

@@ -125,6 +125,8 @@ class MemoryTransport:
         try:
             await peer._sink.send(data, len(data))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if self._closed:  # closed here while this send waited for room
+                raise self._closed_here("send") from None
             raise self._closed_there("send") from None
         if self._closed:
             raise self._closed_here("send")

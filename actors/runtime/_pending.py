@@ -171,6 +171,8 @@ class Waiter:
 
         A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
         waiter stays unresolved; the caller decides what that means)."""
+        if self._result is not None and not self._progress:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even when answered already
         while True:
             progress = self._progress
             if progress:
@@ -325,6 +327,11 @@ class PendingCalls:
     def __attrs_post_init__(self) -> None:
         self._log = logging.getLogger(f"trio_mcp.server.{self.server}")
 
+    @property
+    def ended(self) -> bool:
+        """Whether the connection has ended (published by the table's task, read by anyone)."""
+        return self._ended is not None
+
     def statistics(self) -> PendingStatistics:
         """A snapshot of the counters (for tests and the bench)."""
         return PendingStatistics(
@@ -450,11 +457,23 @@ class PendingCalls:
             self._tokens.pop(entry.progress_token, None)
         return entry
 
-    def _resolve(self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]) -> None:
+    def _resolve(
+        self,
+        request_id: RequestId,
+        result: outcome.Outcome[Mapping[str, Any]],
+        *,
+        failed: bool = False,
+    ) -> None:
+        """Resolve the waiter of ``request_id`` (if any): an answer, or a failure (counted as
+        failed; an error answer of the server counts as answered)."""
         entry = self._take(request_id)
-        if entry is not None:
+        if entry is None:
+            return
+        if failed:
+            self._failed_total += 1
+        else:
             self._resolved_total += 1
-            entry.waiter.resolve(result)
+        entry.waiter.resolve(result)
 
     # ------------------------------------------------------------------ deadlines
 
@@ -573,7 +592,7 @@ class PendingCalls:
         for request_id in salvage_response_ids(frame):
             if request_id in self._entries:
                 self._conn.forget(request_id)
-                self._resolve(request_id, outcome.Error(exc))
+                self._resolve(request_id, outcome.Error(exc), failed=True)
 
     # ------------------------------------------------------------------ transport events
 
@@ -602,8 +621,7 @@ class PendingCalls:
             failure = error
         self._log.info("%s (request %r) failed: %s", method, request_id, failure)
         self._conn.forget(request_id)
-        self._failed_total += 1
-        self._resolve(request_id, outcome.Error(failure))
+        self._resolve(request_id, outcome.Error(failure), failed=True)
 
     def _session_expired(self, notice: SessionExpiredNotice) -> None:
         """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
@@ -614,7 +632,6 @@ class PendingCalls:
                 continue
             method = entry.waiter.method
             self._conn.forget(request_id)
-            self._failed_total += 1
             self._resolve(
                 request_id,
                 outcome.Error(
@@ -627,6 +644,7 @@ class PendingCalls:
                         request_id=request_id,
                     )
                 ),
+                failed=True,
             )
         try:
             self.control.send_nowait(notice)

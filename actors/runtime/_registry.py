@@ -430,6 +430,7 @@ class ToolTable:
         updated = False
         all_registered = True  # every candidate of ``server`` is in the table
         touched: set[str] = set()  # other servers whose registered tools changed
+        rivals: set[str] = set()  # other servers whose clash refusals now read differently
         kept = 0
         for name, tool in named.items():
             before = old.get(name)
@@ -443,6 +444,7 @@ class ToolTable:
                     self._last_owner[name] = server
                     added.append(name)
                 else:  # a clash: the other server's tool (if registered) leaves the table
+                    rivals |= claimants
                     claimants.add(server)
                     all_registered = False
                     other = table.pop(name, None)
@@ -461,6 +463,8 @@ class ToolTable:
             candidates[name] = entry
             if len(claims[name]) > 1:  # still a clash: not in the table either way
                 all_registered = False
+                if not same_tool:  # the rivals' refusals name this server's tool
+                    rivals |= claims[name]
                 continue
             table[name] = entry
             updated = True
@@ -472,6 +476,7 @@ class ToolTable:
                     continue
                 claimants = claims[name]
                 claimants.discard(server)
+                rivals |= claimants
                 if not claimants:
                     del claims[name]
                     if table.pop(name, None) is not None:
@@ -494,6 +499,7 @@ class ToolTable:
         for other_server in touched:
             self._parts.pop(other_server, None)
         self._dirty |= touched
+        self._dirty |= rivals - {server}
         if added:
             self._owners_dirty = True
         self._snapshot = None  # even with no change: the server may have reordered its tools

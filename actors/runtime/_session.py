@@ -144,6 +144,10 @@ class Session:
     _control_receive: trio.MemoryReceiveChannel[SessionExpiredNotice] = attrs.field(init=False)
     _log: logging.Logger = attrs.field(init=False)
     _table: PendingCalls | None = attrs.field(default=None, init=False)
+    #: The first handshake is done (set by the session's task).
+    _established: bool = attrs.field(default=False, init=False)
+    #: A new HTTP session is being initialized (set and cleared by the control loop's task).
+    _renewing: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -157,6 +161,13 @@ class Session:
     @property
     def server(self) -> str:
         return self.config.name
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection has ended (its table failed every waiting call already; the
+        supervisor hears of it a step later)."""
+        table = self._table
+        return table is not None and table.ended
 
     def statistics(self) -> PendingStatistics:
         """A snapshot of the session's table of waiting calls (for tests and the bench)."""
@@ -191,11 +202,29 @@ class Session:
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)
+            nursery.start_soon(self._control, nursery)
             listing = await self._handshake()
+            self._established = True
             nursery.start_soon(self._relister)
             task_status.started(listing)
-            async for notice in self._control_receive:
-                await self._new_http_session(notice)
+
+    async def _control(self, nursery: trio.Nursery) -> None:
+        """The session's control loop: an HTTP session expiry starts a new session (in a task
+        of its own, so that a second expiry meanwhile is seen at once), or ends the connection
+        when the first handshake is not done yet or a new session is being initialized."""
+        async for notice in self._control_receive:
+            if not self._established or self._renewing:
+                transport = self.transport
+                if isinstance(transport, ResumableTransport):
+                    await transport.discard_held()
+                when = (
+                    "before the first handshake was done"
+                    if not self._established
+                    else ("again while a new session was being initialized")
+                )
+                raise TransportClosed(f"{notice.error} ({when}); reconnecting") from notice.error
+            self._renewing = True
+            nursery.start_soon(self._new_http_session, notice)
 
     # ------------------------------------------------------------------ handshake
 
@@ -253,6 +282,12 @@ class Session:
         """The server ended the HTTP session: initialize a new one ahead of every held frame,
         let the transport send them, restore the log level and list the tools again. Raises
         :class:`TransportClosed` (which ends the connection) when that cannot be done."""
+        try:
+            await self._renew(notice)
+        finally:
+            self._renewing = False
+
+    async def _renew(self, notice: SessionExpiredNotice) -> None:
         transport = self.transport
         if not isinstance(transport, ResumableTransport):
             raise TransportClosed(f"{notice.error}; reconnecting") from notice.error

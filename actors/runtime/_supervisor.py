@@ -286,14 +286,21 @@ class ServerSupervisor:
         """The live session, or :class:`ServerUnavailable` saying the state and the next
         attempt."""
         session = self._session
-        if self.accepts_calls and session is not None:
+        if session is not None and self.accepts_calls:
             return session
         raise self.unavailable()
 
     @property
     def accepts_calls(self) -> bool:
-        """READY, and its connection has not ended (its tools are not being withdrawn)."""
-        return self._published.state is ServerState.READY and self._withdrawing is None
+        """READY, and its connection has not ended (its tools are not being withdrawn, and its
+        session's table has not said that the connection is over)."""
+        session = self._session
+        return (
+            self._published.state is ServerState.READY
+            and self._withdrawing is None
+            and session is not None
+            and not session.closed
+        )
 
     def unavailable(self) -> ServerUnavailable:
         status = self._published
@@ -301,7 +308,11 @@ class ServerSupervisor:
         why = f" ({status.last_error})" if status.last_error else ""
         if status.state is ServerState.READY:  # its connection just ended
             state = "reconnecting"
-            why = f" ({self._withdraw_reason})" if self._withdraw_reason else ""
+            why = (
+                f" ({self._withdraw_reason})"
+                if self._withdraw_reason
+                else " (its connection ended)"
+            )
         when = ""
         if status.next_attempt_at is not None:
             delta = max(0.0, status.next_attempt_at - trio.current_time())

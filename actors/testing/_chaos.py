@@ -230,6 +230,8 @@ class ChaosTransport:
     _closed: bool = attrs.field(default=False, init=False)
     _ended: bool = attrs.field(default=False, init=False)
     _reader: InboxReader | None = attrs.field(default=None, init=False)
+    #: The nursery of the chaos transport's own tasks (the pump, closing the inner transport).
+    _tasks: trio.Nursery | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._rngs = _rng_per_direction(self.policy.seed)
@@ -277,23 +279,17 @@ class ChaosTransport:
     # ------------------------------------------------------------------ the contract
 
     def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
-        """Send ``frame`` through the inner transport now, unless chaos decides otherwise;
-        ``trio.WouldBlock`` when the inner outbox is full or chaos delays this frame (then
+        """Send ``frame`` through the inner transport now (no chaos on sends), or raise
+        ``trio.WouldBlock`` when the inner outbox is full or chaos applies to sends (then
         :meth:`send` carries it)."""
         self._check_usable("send")
         if "send" not in self.policy.directions:
             with self._translate("send"):
                 self.inner.send_nowait(frame, request_id)
             return
-        if self.policy.delay is not None:
-            raise trio.WouldBlock
-        index, fate = self._next_fate("send")
-        try:
-            for copy in self._mangle(index, "send", frame, fate):
-                with self._translate("send"):
-                    self.inner.send_nowait(copy, request_id)
-        finally:
-            self._after_frame("send")
+        # With chaos on sends every frame goes through send(): a fate is drawn once per frame
+        # there, whether the inner outbox has room or not, so runs stay reproducible.
+        raise trio.WouldBlock
 
     async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """Send ``frame`` through the inner transport, unless chaos decides otherwise.
@@ -353,11 +349,14 @@ class ChaosTransport:
                     exc.__cause__ = error
                     error = exc
                 await self._put(ConnectionEnded(error=error, unsent=item.unsent))
-                self._end(error)
+                self._ended = True
+                self._sink.close()
                 return
             if not isinstance(item, bytes) or "receive" not in self.policy.directions:
                 await self._put(item)
                 continue
+            if self._limit_reached():  # disconnect_after_frames=0: not even the first frame
+                self._disconnect("receive")
             if self._disconnected:
                 continue  # the inner transport is being closed: nothing more gets through
             index, fate = self._next_fate("receive")
@@ -367,9 +366,6 @@ class ChaosTransport:
             for frame in self._mangle(index, "receive", item, fate):
                 await self._put(frame)
             self._after_frame("receive")
-            if self.disconnected:  # this frame was the last one
-                with trio.CancelScope(shield=True):
-                    await self.inner.aclose()
 
     async def _put(self, item: Inbound) -> None:
         if self._ended:
@@ -458,11 +454,17 @@ class ChaosTransport:
             raise self._disconnect_error(direction)
 
     def _disconnect(self, direction: str) -> None:
-        """Cut the link: from now on nothing gets through, and the end says why. The inner
-        transport is closed by the pump (or when the chaos transport is closed)."""
+        """Cut the link: from now on nothing gets through, the end says why, and the inner
+        transport is closed (by a task of the chaos transport's own). Sync."""
         self._disconnected = True
         self._record(self._seen, direction, "disconnect", self._seen)
         self._end(self._disconnect_error("receive"))
+        if self._tasks is not None:
+            self._tasks.start_soon(self._close_inner)
+
+    async def _close_inner(self) -> None:
+        with trio.CancelScope(shield=True):
+            await self.inner.aclose()
 
     def _disconnect_error(self, direction: str) -> TransportClosed:
         return TransportClosed(
@@ -495,6 +497,7 @@ async def open_chaos_transport(
         sink = own
     async with factory(upstream) as inner, trio.open_nursery() as nursery:
         chaos = ChaosTransport(inner, policy, sink, upstream, own)
+        chaos._tasks = nursery
         nursery.start_soon(chaos._pump)
         try:
             yield chaos

@@ -532,10 +532,10 @@ class FakeServer:
     _calls_answered: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
-        for key in ("refuse_connects", "max_bytes"):
+        for key, minimum in (("refuse_connects", 0), ("max_bytes", 1)):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"FakeServer.{key} must be an integer >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"FakeServer.{key} must be an integer >= {minimum}, got {value!r}")
         for key in ("page_size", "crash_after_calls", "list_changed_after_calls"):
             value = getattr(self, key)
             if value is not None and (

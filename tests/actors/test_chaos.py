@@ -236,7 +236,7 @@ async def test_send_direction_chaos_changes_what_the_peer_gets() -> None:
 async def test_drop_on_send_never_reaches_the_peer() -> None:
     async with chaos_pair(drop=1.0, directions=frozenset({"send"})) as (chaos, server):
         await chaos.send(b"lost")
-        chaos.send_nowait(b"lost too")
+        await chaos.send(b"lost too")
         assert server.statistics().buffered == 0
         assert chaos.actions == [
             ChaosAction(index=0, direction="send", kind="drop"),
@@ -289,12 +289,24 @@ async def test_send_nowait_declines_when_a_send_delay_applies(
         assert chaos.actions == [ChaosAction(index=0, direction="send", kind="delay", value=2.0)]
 
 
-async def test_send_nowait_applies_send_chaos_at_once() -> None:
+async def test_send_nowait_leaves_frames_with_send_chaos_to_send() -> None:
+    # with chaos on sends, every frame draws its fate in send(), exactly once; send_nowait()
+    # declines, and a session then sends the frame with send()
     policy: dict[str, Any] = {"duplicate": 1.0, "directions": frozenset({"send"})}
     async with chaos_pair(**policy) as (chaos, server):
-        chaos.send_nowait(b"x", request_id=3)
+        with pytest.raises(trio.WouldBlock):
+            chaos.send_nowait(b"x", request_id=3)
+        assert chaos.statistics().sent == 0 and chaos.actions == []
+        await chaos.send(b"x", request_id=3)
         assert [server.statistics().buffered, chaos.statistics().sent] == [2, 1]
         assert [await server.receive(), await server.receive()] == [b"x", b"x"]
+
+
+async def test_send_nowait_without_send_chaos_goes_straight_through() -> None:
+    async with chaos_pair(duplicate=1.0) as (chaos, server):  # chaos on receives only
+        chaos.send_nowait(b"x", request_id=3)
+        assert [server.statistics().buffered, chaos.statistics().sent] == [1, 0]
+        assert await server.receive() == b"x"
 
 
 async def test_a_declined_send_nowait_draws_no_fate() -> None:
@@ -475,7 +487,7 @@ async def test_disconnect_counts_dropped_frames_and_both_directions() -> None:
     }
     async with chaos_pair(**policy) as (chaos, server):
         await chaos.send(b"out-1")
-        chaos.send_nowait(b"out-2")
+        await chaos.send(b"out-2")
         await server.send(b"in")
         with pytest.raises(TransportClosed):
             await chaos.receive()  # the dropped frame is the third; then the link is cut

@@ -51,6 +51,7 @@ from trio_mcp.protocol._errors import (
 from trio_mcp.protocol._jsonrpc import RequestId
 from trio_mcp.transports._base import (
     ConnectionEnded,
+    FrameSink,
     Inbound,
     RequestFailed,
     ResumableTransport,
@@ -220,11 +221,11 @@ def config(server: HttpServer, **options: Any) -> RuntimeConfig:
     )
 
 
-def quick_transport(cfg: ServerConfig, _stderr: Callable[[str], None]) -> Any:
+def quick_transport(cfg: ServerConfig, sink: FrameSink) -> Any:
     """The runtime's HTTP transport, with quick reconnects for tests."""
     assert cfg.url is not None
     return open_http_transport(
-        HttpParameters(url=cfg.url, headers=dict(cfg.headers), reconnect_delay=0.05)
+        HttpParameters(url=cfg.url, headers=dict(cfg.headers), reconnect_delay=0.05), sink
     )
 
 
@@ -1410,7 +1411,7 @@ async def test_the_runtime_speaks_streamable_http_through_its_default_transport(
     headers = {"Authorization": f"Bearer {SECRET}", "X-Api-Key": SECRET}
     async with fake_server() as (fake, server):
         cfg = config(server, type=TransportKind.HTTP, headers=headers)
-        async with open_default_transport(cfg.servers[0]) as transport:
+        async with open_default_transport(cfg.servers[0], open_inbox()) as transport:
             assert isinstance(transport, HttpTransport)
         async with open_runtime(cfg) as rt:
             with trio.fail_after(BOUND):

@@ -489,7 +489,7 @@ async def test_the_runtime_speaks_http_sse_with_type_sse_and_by_fallback() -> No
         fake.tools["echo"] = slow_echo
         direct = ServerConfig(name="direct", type=TransportKind.SSE, url=f"{server.base}/mcp")
         fallback = ServerConfig(name="fallback", url=f"{server.base}/mcp")
-        async with open_default_transport(direct) as transport:
+        async with open_default_transport(direct, open_inbox()) as transport:
             assert isinstance(transport, SseTransport)
         config = RuntimeConfig(
             servers=(direct, fallback), retry=RetryPolicy(jitter=0.0, reconnect_initial=0.1)

@@ -1254,8 +1254,8 @@ def ws_config(server: WsMcpServer, **options: Any) -> RuntimeConfig:
     url = server.url()
     headers = {"Authorization": "Bearer t0ken"}
 
-    def factory() -> Any:
-        return open_websocket_transport(WebSocketParameters(url=url, headers=headers))
+    def factory(sink: Any) -> Any:
+        return open_websocket_transport(WebSocketParameters(url=url, headers=headers), sink)
 
     ws = ServerConfig(
         name="ws", type=TransportKind.CUSTOM, transport_factory=factory, timeout=GUARD
@@ -1311,7 +1311,8 @@ async def test_a_server_that_drops_mid_call_fails_the_call_and_is_reconnected(
             with pytest.raises(ServerDisconnected) as info:
                 await rt.call("mcp_ws_t")  # the server closes the connection instead
             assert info.value.sent is True
-            await registered(rt, "mcp_ws_t")
+            await rt.wait_ready()  # the withdrawal, the reconnection, the tools registered
+            assert "mcp_ws_t" in rt.tools()
             assert rt.status()["ws"].state is ServerState.READY
             assert (await rt.call("mcp_ws_t")).text == "{}"
     assert fake.served == 2
@@ -1344,7 +1345,7 @@ async def test_a_network_failure_mid_call_fails_the_call_and_is_reconnected(
                 await rt.call("mcp_ws_slow")
             assert info.value.sent is True
             assert "code 1006" in str(info.value)
-            await registered(rt, "mcp_ws_t")
+            await rt.wait_ready()  # the withdrawal, the reconnection, the tools registered
             assert (await rt.call("mcp_ws_t")).text == "{}"
     assert len(server.handshakes) == 2
 

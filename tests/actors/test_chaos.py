@@ -302,12 +302,6 @@ async def test_send_nowait_leaves_frames_with_send_chaos_to_send() -> None:
         assert [await server.receive(), await server.receive()] == [b"x", b"x"]
 
 
-async def test_send_nowait_without_send_chaos_goes_straight_through() -> None:
-    async with chaos_pair(duplicate=1.0) as (chaos, server):  # chaos on receives only
-        chaos.send_nowait(b"x", request_id=3)
-        assert [server.statistics().buffered, chaos.statistics().sent] == [1, 0]
-        assert await server.receive() == b"x"
-
 
 async def test_a_declined_send_nowait_draws_no_fate() -> None:
     """The fate of a frame depends on its index only: a send_nowait that declines (a full

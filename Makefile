@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check
 
-.PHONY: setup demo test lint typecheck pytest fmt clean conformance
+.PHONY: setup setup-python demo test lint typecheck pytest fmt clean conformance
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,15 +20,20 @@ INTEROP_DIR   := tests/interop
 INTEROP_STAMP := $(INTEROP_DIR)/node_modules/.package-lock.json
 HAVE_NPM      := $(shell command -v npm 2>/dev/null)
 
+# What the tests need: the project with its test extra, and the npm interop servers.
 setup: $(PY) $(if $(HAVE_NPM),$(INTEROP_STAMP))
 	$(PIP) install --quiet -e '.[test]' --config-settings editable_mode=strict
 	$(if $(HAVE_NPM),,@echo "npm not found: the npm interop tests (tests/interop) will be skipped")
+
+# What the demo needs: the project alone (its demo servers are its own fake server, in Python).
+setup-python: $(PY)
+	$(PIP) install --quiet -e . --config-settings editable_mode=strict
 
 $(INTEROP_STAMP): $(INTEROP_DIR)/package-lock.json $(INTEROP_DIR)/package.json
 	cd $(INTEROP_DIR) && npm ci --no-audit --no-fund
 	touch $@
 
-demo: setup
+demo: setup-python
 	$(VENV)/bin/trio-mcp demo
 
 lint: setup

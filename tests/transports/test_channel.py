@@ -418,7 +418,7 @@ async def test_drain_takes_everything_and_lets_senders_in() -> None:
         assert channel.statistics().bytes == 0
         assert channel.statistics().senders_waiting == 0
         channel.send_nowait("e", 1)  # room again, and nobody waits ahead of it
-    assert sent == ["c", "d"]  # their sends returned: their items were taken
+    assert sorted(sent) == ["c", "d"]  # their sends returned (in any order): items taken
     assert _received_now(channel) == ["e"]
 
 

@@ -11,15 +11,17 @@ Process model
 - Its environment is an allow-list of the host's variables (:data:`DEFAULT_ENV_ALLOWLIST`) plus
   the server's own ``env``; nothing else of the host leaks (no tokens, keys, proxies with
   credentials). ``cwd`` sets its working directory.
-- On Linux the server is started through a tiny launcher (:mod:`._reaper`; about 16 ms of extra
-  start-up, one bare ``python -I -S``) that kills the whole group when the host dies, even by
-  SIGKILL. Elsewhere, or with ``bind_to_host=False``, the server is the direct child of the host
+- On Linux the server is started by the host's shared launcher (:mod:`._reaper`, one small
+  process per host process, started on first use; a start through it costs about what a plain
+  spawn does), which kills the whole group when the host dies, even by SIGKILL, and reaps the
+  server. Elsewhere, or with ``bind_to_host=False``, the server is the direct child of the host
   and is cleaned up by an orderly shutdown only.
 - stderr is always drained (a server blocked on a full stderr pipe stops answering); the last
   lines are kept for :meth:`StdioTransport.stderr_tail` and passed to ``on_stderr_line``.
 - When the server exits, what is left of its process group is SIGKILLed: the group lives as long
-  as the server. (Under the launcher this happens before the group leader is reaped, so the group
-  id cannot have been recycled; for a direct child it happens right after reaping.)
+  as the server. (Under the launcher this happens before the server, the group leader, is
+  reaped, so the group id cannot have been recycled; for a direct child it happens right after
+  reaping.)
 - Limits: a process that leaves the group (``setsid``, daemonising) escapes, as with every
   process-group design. Orphaned grandchildren are reaped by init; in a container whose PID 1 is
   the host itself, run the host under an init (``docker run --init``, tini).
@@ -40,10 +42,10 @@ import stat
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import attrs
 import trio
@@ -56,8 +58,9 @@ from ..protocol._errors import (
     TransportClosed,
 )
 from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
-from . import _reaper
+from . import _launcher
 from ._base import TransportInfo, collapse_exception_group, map_transport_errors
+from ._launcher import LaunchedServer
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
@@ -405,7 +408,7 @@ class StdioTransport:
     """
 
     _params: StdioParameters
-    _process: trio.Process
+    _process: _ServerProcess
     _stdin: trio.abc.SendStream
     _stdout: trio.abc.ReceiveStream
     _stderr: trio.abc.ReceiveStream
@@ -773,11 +776,8 @@ class StdioTransport:
             logger.debug("process group %d is already gone", self._process.pid)
 
     def _signal_launcher(self) -> None:
-        """Send the launcher its kill request (see :mod:`._reaper`)."""
-        try:
-            os.kill(self._process.pid, _reaper.KILL_REQUEST)
-        except ProcessLookupError:
-            logger.debug("the launcher %d is already gone", self._process.pid)
+        """SIGKILL the server's group; the shared launcher reaps it (see :mod:`._reaper`)."""
+        self._process.kill()
 
     def _sweep_group(self) -> None:
         """Kill what is left of the group after the server exited (its own children)."""
@@ -982,9 +982,27 @@ class StdioTransport:
 # --------------------------------------------------------------------------- spawning
 
 
+class _ServerProcess(Protocol):
+    """What the transport needs of the server's process: :class:`trio.Process` for a direct
+    child, :class:`._launcher.LaunchedServer` for a server started by the shared launcher.
+    ``pid`` is also the server's process group id."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    async def wait(self) -> int: ...
+    def kill(self) -> None: ...
+    def terminate(self) -> None: ...
+
+
 @attrs.frozen(kw_only=True)
 class _Spawned:
-    process: trio.Process
+    process: _ServerProcess
+    stdin: trio.abc.SendStream
+    stdout: trio.abc.ReceiveStream
+    stderr: trio.abc.ReceiveStream
+    #: The launcher's status pipe (None for a direct child).
     status: trio.abc.ReceiveStream | None
     pid: int
 
@@ -1000,24 +1018,14 @@ def _spawn_error(params: StdioParameters, exc: OSError) -> ConnectError:
 
 
 async def _spawn(params: StdioParameters) -> _Spawned:
-    """Start the server (through the launcher where possible); raise ConnectError if it fails."""
+    """Start the server (through the shared launcher where possible); raise ConnectError if it
+    fails."""
     env = child_environment(params)
-    bind = params.bind_to_host and _reaper.SUPPORTED and bool(sys.executable)
-    if params.bind_to_host and _reaper.SUPPORTED and not sys.executable:
+    if params.bind_to_host and _launcher.SUPPORTED:
+        if sys.executable:
+            return await _spawn_bound(params, env)
         logger.warning("sys.executable is empty: %r starts without the launcher", params.command)
-    status_r = status_w = -1
-    if bind:
-        status_r, status_w = os.pipe()
-        argv = _reaper.launcher_argv(
-            params.command,
-            params.args,
-            status_fd=status_w,
-            host_pid=os.getpid(),
-            lc_ctype=env.get("LC_CTYPE"),
-        )
-    else:
-        argv = [params.command, *params.args]
-    spawned = False
+    argv = [params.command, *params.args]
     try:
         if sys.platform == "win32":
             process = await trio.lowlevel.open_process(
@@ -1038,37 +1046,57 @@ async def _spawn(params: StdioParameters) -> _Spawned:
                 env=env,
                 cwd=params.cwd,
                 start_new_session=True,
-                pass_fds=(status_w,) if bind else (),
             )
-        spawned = True
     except OSError as exc:
         raise _spawn_error(params, exc) from exc
-    finally:
-        if bind:
-            os.close(status_w)
-            if not spawned:
-                os.close(status_r)
-    if not bind:
-        logger.info(
-            "started %r: pid %d, process group %d", params.command, process.pid, process.pid
-        )
-        return _Spawned(process=process, status=None, pid=process.pid)
+    logger.info("started %r: pid %d, process group %d", params.command, process.pid, process.pid)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
+    return _Spawned(
+        process=process,
+        stdin=process.stdin,
+        stdout=process.stdout,
+        stderr=process.stderr,
+        status=None,
+        pid=process.pid,
+    )
 
-    status = trio.lowlevel.FdStream(status_r)
+
+async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spawned:
+    """Have the shared launcher start the server (see :mod:`._reaper`)."""
+    try:
+        launch = await _launcher.launch([params.command, *params.args], env, params.cwd)
+    except OSError as exc:
+        raise ConnectError(
+            f"could not start stdio server {params.command!r}: the launcher that binds it to "
+            f"this process could not be started or reached ({exc}); set bind_to_host=False to "
+            "start the server directly"
+        ) from exc
+    process = launch.process
     started = False
     try:
-        pid = await _await_launch(params, process, status)
+        process.pid = await _await_launch(params, launch.status, launch.launcher_end)
         started = True
     finally:
         if not started:
-            await _abort_launch(process, status, params.kill_grace)
+            await _abort_launch(
+                process, (launch.stdin, launch.stdout, launch.stderr, launch.status), params
+            )
     logger.info(
         "started %r: pid %d, process group %d (bound to this host process)",
         params.command,
-        pid,
+        process.pid,
         process.pid,
     )
-    return _Spawned(process=process, status=status, pid=pid)
+    return _Spawned(
+        process=process,
+        stdin=launch.stdin,
+        stdout=launch.stdout,
+        stderr=launch.stderr,
+        status=launch.status,
+        pid=process.pid,
+    )
 
 
 async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
@@ -1089,44 +1117,49 @@ async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
 
 
 async def _await_launch(
-    params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
+    params: StdioParameters,
+    status: trio.abc.ReceiveStream,
+    launcher_end: Callable[[], Awaitable[str]],
 ) -> int:
     """Read the launcher's first report: the server's pid, or why it could not start."""
     kind, value = await _read_report(status)
     if kind == b"ok" and value.isdigit():
         return int(value)
-    if kind == b"err" and value.isdigit():
-        code = int(value)
-        failure = OSError(code, os.strerror(code), params.command)
+    code, _, where = value.partition(b" ")
+    if kind == b"err" and code.isdigit():
+        number = int(code)
+        filename = params.cwd if where == b"cwd" else params.command
+        failure = OSError(number, os.strerror(number), filename)
         raise _spawn_error(params, failure) from failure
-    output = b""
-    assert process.stderr is not None
-    with trio.move_on_after(_END_REPORT_WAIT):
-        while len(output) < 4096 and (said_now := await process.stderr.receive_some(4096)):
-            output += said_now
-    said = output.decode("utf-8", errors="replace").strip()
+    why = await launcher_end()
     raise ConnectError(
         f"could not start stdio server {params.command!r}: the launcher that binds it to this "
-        f"process ended before starting it ({said or 'no output'}); set bind_to_host=False to "
-        "start the server directly"
+        f"process ended before starting it ({why}); set bind_to_host=False to start the server "
+        "directly"
     )
 
 
 async def _abort_launch(
-    process: trio.Process, status: trio.abc.ReceiveStream, grace: float
+    process: LaunchedServer, streams: Iterable[trio.abc.AsyncResource], params: StdioParameters
 ) -> None:
-    """Kill and reap a half-started server group, shielded and bounded."""
+    """Kill and reap a half-started server group, shielded and bounded by ``kill_grace``.
+
+    A server whose start was not reported yet is SIGKILLed by the launcher when it sees the
+    reap pipe closed."""
     with trio.CancelScope(shield=True):
-        if process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                logger.debug("process group %d is already gone", process.pid)
-        with trio.move_on_after(grace):
-            await process.wait()
-        for stream in (process.stdin, process.stdout, process.stderr, status):
-            if stream is not None:
-                await stream.aclose()
+        process.kill()
+        if process.pid > 0:
+            with trio.move_on_after(params.kill_grace):
+                await process.wait()
+        process.close()
+        for stream in streams:
+            await stream.aclose()
+
+
+def _release(process: _ServerProcess) -> None:
+    """Let go of the launcher's last pipe to the server (see :meth:`LaunchedServer.close`)."""
+    if isinstance(process, LaunchedServer):
+        process.close()
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1144,17 +1177,13 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
     """
     with collapse_exception_group():
         spawned = await _spawn(params)
-        process = spawned.process
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
         frames_send, frames_recv = trio.open_memory_channel[bytes](math.inf)
         transport = StdioTransport(
             params=params,
-            process=process,
-            stdin=process.stdin,
-            stdout=process.stdout,
-            stderr=process.stderr,
+            process=spawned.process,
+            stdin=spawned.stdin,
+            stdout=spawned.stdout,
+            stderr=spawned.stderr,
             status=spawned.status,
             pid=spawned.pid,
             frames_send=frames_send,
@@ -1165,13 +1194,16 @@ async def open_stdio_transport(params: StdioParameters) -> AsyncIterator[StdioTr
                 line_limit=_STDERR_LINE_LIMIT,
                 on_line=params.on_stderr_line,
             ),
-            atomic_pipe=_atomic_pipe(process.stdin),
+            atomic_pipe=_atomic_pipe(spawned.stdin),
         )
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(transport._run_waiter)
-                nursery.start_soon(transport._run_stderr)
-                nursery.start_soon(transport._run_reader)
-                yield transport
-            finally:
-                await transport.aclose()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    nursery.start_soon(transport._run_waiter)
+                    nursery.start_soon(transport._run_stderr)
+                    nursery.start_soon(transport._run_reader)
+                    yield transport
+                finally:
+                    await transport.aclose()
+        finally:
+            _release(spawned.process)

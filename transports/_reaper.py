@@ -22,14 +22,15 @@ It:
    descriptors (``SCM_RIGHTS``): the server's stdin, stdout and stderr, the write end of the
    *status* pipe, this side of the *reap* socket (a stream socket pair), and the host's working
    directory. A request too big for one message comes in a seventh descriptor (a memfd).
-3. starts the server with ``posix_spawn``, a vfork-like clone that does not copy this process, in
-   a new session (so in a process group of its own), with an empty signal mask and the signal
-   dispositions a :mod:`subprocess` child gets (those this process handles or Python ignores
-   reset to the default), the command looked up on the server's own ``PATH`` as
-   :mod:`subprocess` does. (glibc's ``posix_spawn`` leaves its own two internal signals, 32
-   and 33, ignored, as in every process it starts; the C libraries and runtimes that use them
-   install their handlers before use.) It writes ``ok <pid>`` to the status pipe, or
-   ``err <errno>`` (``err <errno> cwd`` when the working directory is the problem).
+3. forks a child for the server and returns to its loop at once (it never waits for a child to
+   be scheduled: on a busy machine that wait, done once per server in turn, would add up). The
+   child starts a new session (so a process group of its own), takes the server's stdin, stdout
+   and stderr, resets the signal dispositions Python ignores and the signal mask, sets
+   ``PR_SET_PDEATHSIG=SIGKILL`` (the server dies if this process is killed), enters the working
+   directory, and execs the command, looked up on the server's own ``PATH`` as
+   :mod:`subprocess` does. Once the exec has happened (its close-on-exec error pipe ends), this
+   process writes ``ok <pid>`` to the status pipe; if it failed, ``err <errno>`` (``err <errno>
+   cwd`` when the working directory is the problem).
 4. when the server exits, SIGKILLs what is left of its process group while the server is still an
    unreaped zombie (so the group id cannot have been reused), then writes ``exit <code>`` or
    ``signal <number>`` to the status pipe (and closes it) and to the reap socket. It reaps the
@@ -44,11 +45,11 @@ Each report is one line ending in ``\\n``. Every descriptor this process holds i
 a server inherits its three standard streams and nothing else.
 
 Limits: a process that leaves the group (``setsid``, a daemon double fork) escapes, as with every
-process-group design. If this process is SIGKILLed on its own, the servers lose their parent
-(init adopts them) and the host, seeing the reap sockets end, SIGKILLs their groups itself. The
-servers inherit this process's resource limits and umask, which are the host's at the time it
-started this process. Only Linux has ``PR_SET_PDEATHSIG``; elsewhere the stdio transport starts
-the server directly.
+process-group design. If this process is SIGKILLed on its own, the servers die with it
+(``PR_SET_PDEATHSIG``) and the host, seeing their reap sockets end, SIGKILLs what is left of
+their groups. The servers inherit this process's resource limits and umask, which are the
+host's at the time it started this process. Only Linux has ``PR_SET_PDEATHSIG``; elsewhere the
+stdio transport starts the server directly.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     import signal
     from collections.abc import Sequence
     from types import FrameType
+    from typing import Any
 else:
     import _socket
     import select
@@ -84,15 +86,21 @@ _PR_SET_PDEATHSIG = 1
 _FDS = 6
 _RECEIVE_FDS = _FDS + 1
 _INT = 4  # bytes per descriptor in SCM_RIGHTS data
+_EXEC_FAILED = 127
 _USAGE = "usage: _reaper.py CONTROL_FD HOST_PID\n"
+
+
+# libc through ctypes (for prctl), loaded by _set_pdeathsig: ctypes takes about 2 ms to import.
+_libc: Any = None
 
 
 def _set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send ``sig`` to this process when its parent dies. Raises OSError."""
+    global _libc
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
 
@@ -121,6 +129,13 @@ def _killpg(pgid: int) -> None:
         return
 
 
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+
+
 def _waitpid(pid: int) -> None:
     try:
         os.waitpid(pid, 0)
@@ -143,51 +158,78 @@ def _candidates(command: bytes, env: dict[bytes, bytes]) -> list[bytes]:
     return [os.path.join(directory, command) for directory in path.split(b":")]
 
 
-def _spawn(argv: list[bytes], env: dict[bytes, bytes], stdio: tuple[int, int, int]) -> int:
-    """Start ``argv`` in a new session with ``stdio`` as fds 0, 1 and 2; return its pid.
+def _fork_exec(
+    argv: list[bytes],
+    env: dict[bytes, bytes],
+    stdio: tuple[int, int, int],
+    home: int,
+    cwd: bytes | None,
+    error_w: int,
+) -> int:
+    """Fork a child that starts ``argv`` in a new session; return its pid at once.
 
-    Raises the OSError of the first candidate that exists but cannot be run, else the last one
-    (ENOENT), as :mod:`subprocess` does."""
-    actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(stdio)]
-    first: OSError | None = None
-    last: OSError | None = None
-    for path in _candidates(argv[0], env):
+    The child writes ``<errno>`` (or ``<errno> cwd``) to ``error_w`` if it cannot exec; the
+    pipe closes on exec. Looks the command up as :mod:`subprocess` does."""
+    candidates = _candidates(argv[0], env)
+    launcher = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child
+        os.setsid()
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+        for sig in _IGNORED_BY_PYTHON:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)  # dies with the launcher
+        if os.getppid() != launcher:
+            os._exit(_EXEC_FAILED)
         try:
-            return os.posix_spawn(
-                path,
-                argv,
-                env,
-                file_actions=actions,
-                setsid=True,
-                setsigmask=(),
-                setsigdef=_DEFAULT_SIGNALS,
-            )
+            os.fchdir(home)
+            if cwd is not None:
+                os.chdir(cwd)
         except OSError as exc:
-            if first is None and exc.errno not in (2, 20):  # ENOENT, ENOTDIR: look further
-                first = exc
-            last = exc
-    raise first or last or OSError(2, os.strerror(2))
+            os.write(error_w, b"%d cwd" % (exc.errno or 0))
+            os._exit(_EXEC_FAILED)
+        first: OSError | None = None
+        last: OSError | None = None
+        for path in candidates:
+            try:
+                os.execve(path, argv, env)
+            except OSError as exc:
+                if first is None and exc.errno not in (2, 20):  # ENOENT, ENOTDIR: look further
+                    first = exc
+                last = exc
+        failure = first or last
+        os.write(error_w, b"%d" % ((failure.errno if failure else 0) or 2))
+    except BaseException:  # anything else in the child: report it, and never return
+        os.write(error_w, b"22")
+    finally:
+        os._exit(_EXEC_FAILED)
 
 
 if sys.platform == "win32":  # never run there, but the module must stay importable
-    _DEFAULT_SIGNALS: tuple[int, ...] = ()
     _HANDLED: tuple[int, ...] = ()
+    _IGNORED_BY_PYTHON: tuple[int, ...] = ()
 else:
     _HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)
-    # Python ignores SIGPIPE and SIGXFSZ; an ignored disposition would survive exec.
-    _DEFAULT_SIGNALS = (*_HANDLED, signal.SIGPIPE, signal.SIGXFSZ)
+    # Python ignores SIGPIPE and SIGXFSZ; an ignored disposition would survive exec (a handled
+    # one does not).
+    _IGNORED_BY_PYTHON = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 class _Server:
     """One server this process started and has not reaped yet. ``status`` and ``reap`` are -1
     once closed."""
 
-    __slots__ = ("exited", "pid", "reap", "status")
+    __slots__ = ("error", "exited", "pid", "reap", "status")
 
-    def __init__(self, pid: int, status: int, reap: int) -> None:
+    def __init__(self, pid: int, status: int, reap: int, error: int) -> None:
         self.pid = pid
         self.status = status
         self.reap = reap
+        self.error = error  # the exec error pipe while it starts, else -1
         self.exited = False
 
 
@@ -198,6 +240,7 @@ class _Launcher:
         self.control.setblocking(False)
         self.servers: dict[int, _Server] = {}  # by pid, until reaped
         self.by_reap: dict[int, _Server] = {}  # by reap socket, while the host holds its end
+        self.by_error: dict[int, _Server] = {}  # by exec error pipe, while it starts
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -219,6 +262,8 @@ class _Launcher:
                 elif fd == self.control.fileno():
                     if not self._receive():
                         return self._host_gone()
+                elif fd in self.by_error:
+                    self._started(self.by_error[fd])
                 elif fd in self.by_reap:
                     self._host_done(self.by_reap[fd])
             if child_exited:
@@ -240,6 +285,7 @@ class _Launcher:
         for server in self.servers.values():
             if not server.exited:
                 _killpg(server.pid)
+                _kill(server.pid)  # one still starting may not lead its group yet
         return 0
 
     # ------------------------------------------------------------------ requests
@@ -284,41 +330,54 @@ class _Launcher:
         stdin, stdout, stderr, status, reap, home = fds[:_FDS]
         for fd in (status, reap):  # never block here on a host that does not read
             os.set_blocking(fd, False)
+        error_r, error_w = os.pipe()
         pid = 0
         try:
-            os.fchdir(home)
-            if cwd is not None:
-                os.chdir(cwd)
-        except OSError as exc:
-            _write(status, b"err %d cwd\n" % (exc.errno or 0))
-        else:
-            try:
-                pid = _spawn(argv, env, (stdin, stdout, stderr))
-            except OSError as exc:
-                _write(status, b"err %d\n" % (exc.errno or 0))
-            except ValueError:
-                _write(status, b"err 22\n")
+            pid = _fork_exec(argv, env, (stdin, stdout, stderr), home, cwd, error_w)
+        except OSError as exc:  # fork failed: out of processes or memory
+            _write(status, b"err %d\n" % (exc.errno or 0))
         finally:
-            os.chdir("/")
+            os.close(error_w)
             for fd in (stdin, stdout, stderr, *fds[_FDS - 1 :]):
                 _close(fd)
         if not pid:
-            _close(status)
-            _close(reap)
+            for fd in (error_r, status, reap):
+                _close(fd)
             return
-        server = _Server(pid, status, reap)
+        server = _Server(pid, status, reap, error_r)
         self.servers[pid] = server
         self.by_reap[reap] = server
+        self.by_error[error_r] = server
         self.poller.register(reap, select.POLLIN)  # the host is done with it: end or close
-        if not _write(status, b"ok %d\n" % pid):  # the host gave up while it started
-            self._host_done(server)
+        self.poller.register(error_r, select.POLLIN)  # it has exec'd, or says why not
+
+    def _started(self, server: _Server) -> None:
+        """The server's exec error pipe: its end means the server runs; bytes say why not."""
+        try:
+            said = os.read(server.error, 64)
+        except OSError:
+            said = b""
+        self.poller.unregister(server.error)
+        del self.by_error[server.error]
+        _close(server.error)
+        server.error = -1
+        if said:  # it could not exec and exits 127 (it runs nothing: no group to sweep)
+            _waitpid(server.pid)
+            del self.servers[server.pid]
+            _write(server.status, b"err " + said + b"\n")
+            self._close_reap(server)
+            _close(server.status)
+            return
+        if server.reap >= 0 and not _write(server.status, b"ok %d\n" % server.pid):
+            self._host_done(server)  # the host gave up while it started
+        self._collect_exits()  # it may be gone already: its SIGCHLD came while it started
 
     # ------------------------------------------------------------------ exits
 
     def _collect_exits(self) -> None:
         """Report every server that exited since the last look, after sweeping its group."""
         for server in list(self.servers.values()):
-            if server.exited:
+            if server.exited or server.error >= 0:  # done, or still starting (see _started)
                 continue
             try:
                 info = os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
@@ -347,6 +406,7 @@ class _Launcher:
             return
         self._close_reap(server)
         _killpg(server.pid)  # it still runs and nobody wants it: reaped once it has exited
+        _kill(server.pid)
 
     def _reap(self, server: _Server) -> None:
         """Reap the server, then close the reap socket: its end tells the host."""

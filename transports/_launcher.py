@@ -2,10 +2,10 @@
 started on first use, that starts every stdio server bound to the host.
 
 :func:`launch` hands the launcher one server to start and returns a :class:`Launch`: the host's
-ends of the server's stdin, stdout and stderr, the status pipe (``ok <pid>`` or ``err <errno>``,
-then ``exit <code>`` or ``signal <n>``: the stdio transport reads it) and a
-:class:`LaunchedServer`, which stands in for :class:`trio.Process`: ``pid``, ``returncode``,
-``wait()``, ``kill()``, ``terminate()``.
+ends of the server's stdin, stdout and stderr, the start pipe (the server's pid, then whether it
+could exec), the status pipe (``exit <code>`` or ``signal <n>``: the stdio transport reads it)
+and a :class:`LaunchedServer`, which stands in for :class:`trio.Process`: ``pid``,
+``returncode``, ``wait()``, ``kill()``, ``terminate()``.
 
 The launcher is the servers' parent, not the host: it sweeps and reaps them. It reports each
 exit on the server's *reap socket* too; :meth:`LaunchedServer.wait` reads that line, then shuts
@@ -296,6 +296,9 @@ class Launch:
     stdout: trio.lowlevel.FdStream
     stderr: trio.lowlevel.FdStream
     status: trio.lowlevel.FdStream
+    #: The start pipe: the server's ``<pid>``, then ``err <errno>`` if it could not exec; it
+    #: ends when the server has exec'd (or gave up).
+    start: trio.lowlevel.FdStream
     #: Says why the launcher left a request unanswered (it ended, and how).
     launcher_end: Callable[[], Awaitable[str]]
 
@@ -313,7 +316,8 @@ def _encode(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> byt
 async def launch(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Launch:
     """Hand ``argv`` (with exactly ``env``, in ``cwd`` or the host's working directory) to the
     shared launcher, starting the launcher first if needed. Does not wait for the server to
-    start: read the status pipe for ``ok <pid>`` or ``err <errno>``.
+    start: read the start pipe (see :class:`Launch`); if it ends empty, the status pipe says
+    ``err <errno>`` (the launcher could not fork) or nothing (the launcher is gone).
 
     Raises :class:`OSError` when the launcher cannot be started or reached."""
     payload = _encode(argv, env, cwd)
@@ -331,6 +335,9 @@ async def launch(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -
         host_end, launcher_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         reap = host_end
         sent.append(launcher_end.detach())
+        read_end, write_end = os.pipe()  # start
+        kept.append(read_end)
+        sent.append(write_end)
         sent.append(os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
         if len(payload) > _reaper.MAX_MESSAGE:
             memfd = os.memfd_create("trio-mcp-launch", os.MFD_CLOEXEC)
@@ -356,7 +363,7 @@ async def launch(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -
     finally:
         for fd in sent:
             os.close(fd)
-    stdin, stdout, stderr, status = kept
+    stdin, stdout, stderr, status, start = kept
     assert reap is not None
     reap.setblocking(False)
     return Launch(
@@ -365,5 +372,6 @@ async def launch(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -
         stdout=trio.lowlevel.FdStream(stdout),
         stderr=trio.lowlevel.FdStream(stderr),
         status=trio.lowlevel.FdStream(status),
+        start=trio.lowlevel.FdStream(start),
         launcher_end=launcher.describe_end,
     )

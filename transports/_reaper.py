@@ -18,19 +18,21 @@ It:
    of every server still running and exits. A SIGTERM, SIGINT or SIGHUP while the host lives (a
    host thread exiting, a stray ``kill``) changes nothing.
 2. takes requests on ``CONTROL_FD``, a ``SOCK_SEQPACKET`` socket from the host, one message per
-   request: the server's argv, environment and working directory (:mod:`marshal`), and six file
-   descriptors (``SCM_RIGHTS``): the server's stdin, stdout and stderr, the write end of the
-   *status* pipe, this side of the *reap* socket (a stream socket pair), and the host's working
-   directory. A request too big for one message comes in a seventh descriptor (a memfd).
-3. forks a child for the server and returns to its loop at once (it never waits for a child to
-   be scheduled: on a busy machine that wait, done once per server in turn, would add up). The
-   child starts a new session (so a process group of its own), takes the server's stdin, stdout
-   and stderr, resets the signal dispositions Python ignores and the signal mask, sets
-   ``PR_SET_PDEATHSIG=SIGKILL`` (the server dies if this process is killed), enters the working
-   directory, and execs the command, looked up on the server's own ``PATH`` as
-   :mod:`subprocess` does. Once the exec has happened (its close-on-exec error pipe ends), this
-   process writes ``ok <pid>`` to the status pipe; if it failed, ``err <errno>`` (``err <errno>
-   cwd`` when the working directory is the problem).
+   request: the server's argv, environment and working directory (:mod:`marshal`), and seven
+   file descriptors (``SCM_RIGHTS``): the server's stdin, stdout and stderr, the write ends of
+   the *status* pipe, of the *reap* socket (a stream socket pair) and of the *start* pipe, and
+   the host's working directory. A request too big for one message comes in an eighth
+   descriptor (a memfd).
+3. forks a child for the server and goes back to its loop at once: it never waits for a child
+   (on a busy machine each such wait is a turn at the CPU, one server after the other). The
+   child writes its pid to the start pipe, takes the server's stdin, stdout and stderr, resets
+   the signal mask and the dispositions Python ignores, sets ``PR_SET_PDEATHSIG=SIGKILL`` (the
+   server dies with this process), enters the working directory, starts a new session (so a
+   process group of its own; last, because a new session is a new scheduling group that may
+   wait its turn) and execs the command, looked up on the server's own ``PATH`` as
+   :mod:`subprocess` does. The start pipe closes on exec: the host reads the pid, then its end
+   (started) or ``err <errno>`` (``err <errno> cwd`` when the working directory is the
+   problem). If the fork itself fails, ``err <errno>`` goes to the status pipe instead.
 4. when the server exits, SIGKILLs what is left of its process group while the server is still an
    unreaped zombie (so the group id cannot have been reused), then writes ``exit <code>`` or
    ``signal <number>`` to the status pipe (and closes it) and to the reap socket. It reaps the
@@ -82,8 +84,8 @@ __all__ = ["MAX_MESSAGE", "main"]
 MAX_MESSAGE = 32768
 
 _PR_SET_PDEATHSIG = 1
-# stdin, stdout, stderr, status, reap, working directory; then the optional memfd.
-_FDS = 6
+# stdin, stdout, stderr, status, reap, start, working directory; then the optional memfd.
+_FDS = 7
 _RECEIVE_FDS = _FDS + 1
 _INT = 4  # bytes per descriptor in SCM_RIGHTS data
 _EXEC_FAILED = 127
@@ -162,21 +164,22 @@ def _fork_exec(
     argv: list[bytes],
     env: dict[bytes, bytes],
     stdio: tuple[int, int, int],
+    start: int,
     home: int,
     cwd: bytes | None,
-    error_w: int,
 ) -> int:
     """Fork a child that starts ``argv`` in a new session; return its pid at once.
 
-    The child writes ``<errno>`` (or ``<errno> cwd``) to ``error_w`` if it cannot exec; the
-    pipe closes on exec. Looks the command up as :mod:`subprocess` does."""
+    The child writes ``<pid>\\n`` to ``start`` first, then ``err <errno>\\n`` (``err <errno>
+    cwd\\n``) if it cannot exec; ``start`` closes on exec. The command is looked up as
+    :mod:`subprocess` does."""
     candidates = _candidates(argv[0], env)
     launcher = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     try:  # the child
-        os.setsid()
+        os.write(start, b"%d\n" % os.getpid())
         for target, fd in enumerate(stdio):
             os.dup2(fd, target)
         for sig in _IGNORED_BY_PYTHON:
@@ -190,8 +193,11 @@ def _fork_exec(
             if cwd is not None:
                 os.chdir(cwd)
         except OSError as exc:
-            os.write(error_w, b"%d cwd" % (exc.errno or 0))
+            os.write(start, b"err %d cwd\n" % (exc.errno or 0))
             os._exit(_EXEC_FAILED)
+        # Last: a new session is a new scheduling group (autogroup), which on a busy machine
+        # waits its turn; everything above ran in this process's own, mostly idle, group.
+        os.setsid()
         first: OSError | None = None
         last: OSError | None = None
         for path in candidates:
@@ -202,9 +208,9 @@ def _fork_exec(
                     first = exc
                 last = exc
         failure = first or last
-        os.write(error_w, b"%d" % ((failure.errno if failure else 0) or 2))
+        os.write(start, b"err %d\n" % ((failure.errno if failure else 0) or 2))
     except BaseException:  # anything else in the child: report it, and never return
-        os.write(error_w, b"22")
+        os.write(start, b"err 22\n")
     finally:
         os._exit(_EXEC_FAILED)
 
@@ -223,13 +229,12 @@ class _Server:
     """One server this process started and has not reaped yet. ``status`` and ``reap`` are -1
     once closed."""
 
-    __slots__ = ("error", "exited", "pid", "reap", "status")
+    __slots__ = ("exited", "pid", "reap", "status")
 
-    def __init__(self, pid: int, status: int, reap: int, error: int) -> None:
+    def __init__(self, pid: int, status: int, reap: int) -> None:
         self.pid = pid
         self.status = status
         self.reap = reap
-        self.error = error  # the exec error pipe while it starts, else -1
         self.exited = False
 
 
@@ -240,7 +245,6 @@ class _Launcher:
         self.control.setblocking(False)
         self.servers: dict[int, _Server] = {}  # by pid, until reaped
         self.by_reap: dict[int, _Server] = {}  # by reap socket, while the host holds its end
-        self.by_error: dict[int, _Server] = {}  # by exec error pipe, while it starts
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -262,8 +266,6 @@ class _Launcher:
                 elif fd == self.control.fileno():
                     if not self._receive():
                         return self._host_gone()
-                elif fd in self.by_error:
-                    self._started(self.by_error[fd])
                 elif fd in self.by_reap:
                     self._host_done(self.by_reap[fd])
             if child_exited:
@@ -327,57 +329,32 @@ class _Launcher:
             for fd in fds:
                 _close(fd)
             return
-        stdin, stdout, stderr, status, reap, home = fds[:_FDS]
+        stdin, stdout, stderr, status, reap, start, home = fds[:_FDS]
         for fd in (status, reap):  # never block here on a host that does not read
             os.set_blocking(fd, False)
-        error_r, error_w = os.pipe()
         pid = 0
         try:
-            pid = _fork_exec(argv, env, (stdin, stdout, stderr), home, cwd, error_w)
+            pid = _fork_exec(argv, env, (stdin, stdout, stderr), start, home, cwd)
         except OSError as exc:  # fork failed: out of processes or memory
             _write(status, b"err %d\n" % (exc.errno or 0))
         finally:
-            os.close(error_w)
-            for fd in (stdin, stdout, stderr, *fds[_FDS - 1 :]):
+            for fd in (stdin, stdout, stderr, *fds[_FDS - 2 :]):
                 _close(fd)
         if not pid:
-            for fd in (error_r, status, reap):
-                _close(fd)
+            _close(status)
+            _close(reap)
             return
-        server = _Server(pid, status, reap, error_r)
+        server = _Server(pid, status, reap)
         self.servers[pid] = server
         self.by_reap[reap] = server
-        self.by_error[error_r] = server
         self.poller.register(reap, select.POLLIN)  # the host is done with it: end or close
-        self.poller.register(error_r, select.POLLIN)  # it has exec'd, or says why not
-
-    def _started(self, server: _Server) -> None:
-        """The server's exec error pipe: its end means the server runs; bytes say why not."""
-        try:
-            said = os.read(server.error, 64)
-        except OSError:
-            said = b""
-        self.poller.unregister(server.error)
-        del self.by_error[server.error]
-        _close(server.error)
-        server.error = -1
-        if said:  # it could not exec and exits 127 (it runs nothing: no group to sweep)
-            _waitpid(server.pid)
-            del self.servers[server.pid]
-            _write(server.status, b"err " + said + b"\n")
-            self._close_reap(server)
-            _close(server.status)
-            return
-        if server.reap >= 0 and not _write(server.status, b"ok %d\n" % server.pid):
-            self._host_done(server)  # the host gave up while it started
-        self._collect_exits()  # it may be gone already: its SIGCHLD came while it started
 
     # ------------------------------------------------------------------ exits
 
     def _collect_exits(self) -> None:
         """Report every server that exited since the last look, after sweeping its group."""
         for server in list(self.servers.values()):
-            if server.exited or server.error >= 0:  # done, or still starting (see _started)
+            if server.exited:
                 continue
             try:
                 info = os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)

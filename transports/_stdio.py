@@ -42,7 +42,7 @@ import stat
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import Any, Final, Literal, Protocol
@@ -1076,9 +1076,10 @@ async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spaw
     process = launch.process
     started = False
     try:
-        process.pid = await _await_launch(params, launch.status, launch.launcher_end)
+        await _await_launch(params, launch)
         started = True
     finally:
+        launch.start.close()
         if not started:
             await _abort_launch(
                 process, (launch.stdin, launch.stdout, launch.stderr, launch.status), params
@@ -1100,12 +1101,11 @@ async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spaw
 
 
 async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
-    """Read one report line of the launcher (``ok 123``, ``exit 0``...) as ``(kind, value)``;
+    """Read one report line of the launcher (``exit 0``, ``err 2``...) as ``(kind, value)``;
     ``(b"", b"")`` if the pipe ended first.
 
-    One byte at a time: a server that exits at once may have its exit report right behind its
-    start report in the pipe, and each belongs to its own reader. Raises trio's
-    Broken/ClosedResourceError when the pipe cannot be read."""
+    One byte at a time: a line may be followed by another that belongs to another reader.
+    Raises trio's Broken/ClosedResourceError when the pipe cannot be read."""
     line = b""
     while not line.endswith(b"\n"):
         chunk = await _read_some(status, 1)
@@ -1116,22 +1116,30 @@ async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
     return kind, value
 
 
-async def _await_launch(
-    params: StdioParameters,
-    status: trio.abc.ReceiveStream,
-    launcher_end: Callable[[], Awaitable[str]],
-) -> int:
-    """Read the launcher's first report: the server's pid, or why it could not start."""
-    kind, value = await _read_report(status)
-    if kind == b"ok" and value.isdigit():
-        return int(value)
+async def _await_launch(params: StdioParameters, launch: _launcher.Launch) -> None:
+    """Wait until the server has exec'd (sets ``launch.process.pid``); raise ConnectError
+    saying why it could not start.
+
+    The start pipe brings the server's pid, then ``err <errno>`` if its exec failed, and ends
+    at the exec. If it ends empty the launcher did not fork: its status pipe says why."""
+    said = b""
+    while chunk := await _read_some(launch.start, 256):
+        said += chunk
+    pid, _, failure = said.partition(b"\n")
+    if pid.isdigit():
+        launch.process.pid = int(pid)
+        kind, _, value = failure.rstrip(b"\n").partition(b" ")
+    else:
+        kind, value = await _read_report(launch.status)
+    if not kind and launch.process.pid:
+        return
     code, _, where = value.partition(b" ")
     if kind == b"err" and code.isdigit():
         number = int(code)
         filename = params.cwd if where == b"cwd" else params.command
-        failure = OSError(number, os.strerror(number), filename)
-        raise _spawn_error(params, failure) from failure
-    why = await launcher_end()
+        error = OSError(number, os.strerror(number), filename)
+        raise _spawn_error(params, error) from error
+    why = await launch.launcher_end()
     raise ConnectError(
         f"could not start stdio server {params.command!r}: the launcher that binds it to this "
         f"process ended before starting it ({why}); set bind_to_host=False to start the server "

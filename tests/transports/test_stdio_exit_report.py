@@ -3,10 +3,10 @@
 Most tests swap the shared launcher for a scripted one (``FAKE_LAUNCHER``): it takes one request
 of :mod:`trio_mcp.transports._launcher` and, instead of starting a server, is the "server" itself
 on the request's stdin, stdout and stderr (it leads its own process group, as a server does). It
-writes ``ok <pid>`` on the status pipe, then what the test says, on the status pipe or the reap
-socket, so a test decides exactly when the report is written, when stdout ends, when the reap is
-confirmed and when the "server" exits. Process checks go through ``/proc`` with the start time,
-as in ``test_stdio.py``.
+writes its pid on the start pipe and closes it, then what the test says, on the status pipe or
+the reap socket, so a test decides exactly when the report is written, when stdout ends, when
+the reap is confirmed and when the "server" exits. Process checks go through ``/proc`` with the
+start time, as in ``test_stdio.py``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ __all__ = ["fresh_launcher"]  # a fixture, used by name
 
 PEER = Path(__file__).parent / "stdio_peer.py"
 
-# It takes one request, then runs one command per stdin line:
+# It takes one request, says on the start pipe that it started (its own pid), then runs one
+# command per stdin line:
 #   report <hex>   write these bytes to the status pipe
 #   end-status     close the status pipe
 #   reap <hex>     write these bytes to the reap socket
@@ -52,15 +53,15 @@ PEER = Path(__file__).parent / "stdio_peer.py"
 FAKE_LAUNCHER = """
 import array, os, signal, socket, sys, time
 control = socket.socket(fileno=int(sys.argv[1]))
-data, ancillary, _, _ = control.recvmsg(65536, socket.CMSG_SPACE(7 * 4))
+data, ancillary, _, _ = control.recvmsg(65536, socket.CMSG_SPACE(8 * 4))
 fds = array.array("i")
 fds.frombytes(ancillary[0][2])
 for target, fd in enumerate(fds[:3]):
     os.dup2(fd, target)
+status, reap, start = fds[3], socket.socket(fileno=fds[4]), fds[5]
+os.write(start, b"%d\\n" % os.getpid())  # then the start pipe ends: "it has exec'd"
 for fd in (*fds[:3], *fds[5:]):
     os.close(fd)
-status, reap = fds[3], socket.socket(fileno=fds[4])
-os.write(status, b"ok %d\\n" % os.getpid())
 for raw in sys.stdin.buffer:
     command, _, arg = raw.strip().partition(b" ")
     if command == b"report":
@@ -345,9 +346,9 @@ async def test_real_launcher_reports_an_exit_code() -> None:
     assert t.statistics().signals_sent == ()
 
 
-async def test_exit_report_right_behind_the_start_report_is_not_lost() -> None:
-    # A server that exits at once: "ok <pid>" and "exit 4" may reach the pipe before the host
-    # reads the first line; the exit report must survive the read of the start report.
+async def test_exit_report_of_a_server_that_exits_at_once_is_not_lost() -> None:
+    # A server that exits at once: its exit report may reach the status pipe before the host
+    # has read the start pipe; it must be there for the transport all the same.
     for _ in range(30):
         with trio.fail_after(10):
             async with open_stdio_transport(

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from trio_mcp.protocol._errors import ConnectError, TransportClosed
-from trio_mcp.transports import _launcher, _stdio
+from trio_mcp.transports import _launcher
 from trio_mcp.transports._stdio import StdioParameters, open_stdio_transport
 
 from .test_stdio import (
@@ -280,14 +280,15 @@ async def test_server_given_up_by_the_host_is_killed_and_reaped() -> None:
     launch = await _launcher.launch(
         [sys.executable, "-c", "import time; time.sleep(60)", tag], dict(os.environ), None
     )
-    kind, value = await _stdio._read_report(launch.status)
-    assert kind == b"ok"
-    pid = int(value)
+    said = b""
+    while not said.endswith(b"\n"):
+        said += await launch.start.receive_some(64)
+    pid = int(said)
     started = start_time(pid)
     # Close the host's side of everything without a word: the launcher takes the end of the
     # reap socket as "nobody wants it".
     launch.process.close()
-    for stream in (launch.stdin, launch.stdout, launch.stderr, launch.status):
+    for stream in (launch.stdin, launch.stdout, launch.stderr, launch.status, launch.start):
         await stream.aclose()
     await wait_until(lambda: reaped(pid, started))
     assert children_of(the_launcher()) == []

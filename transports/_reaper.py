@@ -239,6 +239,8 @@ class _Server:
 
 
 class _Launcher:
+    """The loop: requests in, servers started, exits reported and reaped (module docstring)."""
+
     def __init__(self, control_fd: int, host_pid: int) -> None:
         self.host = host_pid
         self.control = _socket.socket(fileno=control_fd)

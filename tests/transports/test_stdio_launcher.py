@@ -343,6 +343,21 @@ def test_forked_host_gets_a_launcher_of_its_own() -> None:
     assert launcher_pids() == [parent_launcher]
 
 
+def test_launcher_started_ahead_is_the_one_servers_get(fresh_launcher: None) -> None:
+    assert launcher_pids() == []
+    _launcher.start_launcher()
+    (launcher,) = launcher_pids()
+    _launcher.start_launcher()  # already running: the same one
+    assert launcher_pids() == [launcher]
+
+    async def parent_of_a_server() -> int:
+        async with running(peer()) as t:
+            ppid: int = (await ask(t, {"peer": "pid"}))["ppid"]
+            return ppid
+
+    assert trio.run(parent_of_a_server) == launcher
+
+
 async def test_transport_over_a_new_launcher_after_shutdown(fresh_launcher: None) -> None:
     async with running(peer()) as t:
         first = (await ask(t, {"peer": "pid"}))["ppid"]

@@ -1,7 +1,8 @@
-"""A minimal host for the "host is SIGKILLed" test of the stdio transport.
+"""A minimal host for the "host is SIGKILLed" tests of the stdio transport.
 
-It opens a stdio transport to ``stdio_peer.py``, asks the peer to start a grandchild, prints one
-line ``<server pid> <process group> <grandchild pid>`` and then sleeps until it is killed.
+``stdio_host.py [COUNT]`` opens COUNT (default 1) stdio transports to ``stdio_peer.py`` at once,
+asks each peer to start a grandchild, prints one line ``<server pid> <process group>
+<grandchild pid>`` per server and then sleeps until it is killed.
 """
 
 from __future__ import annotations
@@ -17,14 +18,27 @@ from trio_mcp.transports.stdio._stdio import StdioParameters, open_stdio_transpo
 PEER = Path(__file__).with_name("stdio_peer.py")
 
 
-async def main() -> None:
-    params = StdioParameters(command=sys.executable, args=(str(PEER),))
-    async with open_stdio_transport(params) as transport:
-        await transport.send(b'{"peer":"spawn"}')
-        grandchild = json.loads(await transport.receive())["pid"]
-        print(transport.pid, transport.pgid, grandchild, flush=True)
-        await trio.sleep_forever()
+async def main(count: int) -> None:
+    found: list[tuple[int, int, int]] = []
+    all_found = trio.Event()
+
+    async def serve() -> None:
+        params = StdioParameters(command=sys.executable, args=(str(PEER),))
+        async with open_stdio_transport(params) as transport:
+            await transport.send(b'{"peer":"spawn"}')
+            grandchild = json.loads(await transport.receive())["pid"]
+            found.append((transport.pid, transport.pgid, grandchild))
+            if len(found) == count:
+                all_found.set()
+            await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(count):
+            nursery.start_soon(serve)
+        await all_found.wait()
+        for server, group, grandchild in found:
+            print(server, group, grandchild, flush=True)
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    trio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 1)

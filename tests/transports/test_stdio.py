@@ -16,7 +16,7 @@ import stat
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from trio_mcp.protocol._errors import (
 )
 from trio_mcp.protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from trio_mcp.transports._base import Transport, TransportInfo
-from trio_mcp.transports.stdio import _reaper
+from trio_mcp.transports.stdio import _launcher, _reaper
 from trio_mcp.transports.stdio._stdio import (
     _READ_CHUNK,
     _STDERR_LINE_LIMIT,
@@ -55,7 +55,7 @@ PEER = HERE / "stdio_peer.py"
 HOST = HERE / "stdio_host.py"
 HAVE_PROC = Path("/proc/self/stat").exists()
 needs_proc = pytest.mark.skipif(not HAVE_PROC, reason="needs /proc")
-needs_launcher = pytest.mark.skipif(not _reaper.SUPPORTED, reason="launcher is Linux-only")
+needs_launcher = pytest.mark.skipif(not _launcher.SUPPORTED, reason="launcher is Linux-only")
 
 # Every test that starts a server runs once under the launcher and once as a direct child.
 MODES = [
@@ -123,6 +123,31 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> Non
             await trio.sleep(0.02)
 
 
+def launcher_pids() -> list[int]:
+    """The shared launchers that are children of this process (at most one runs)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        info = proc_stat(int(entry))
+        script = cmdline.split(b"\0")[3:4] == [os.fsencode(Path(_reaper.__file__).resolve())]
+        if script and info is not None and info[1] == os.getpid() and info[0] not in "ZX":
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def fresh_launcher() -> Iterator[None]:
+    """A test that starts, breaks or kills the shared launcher gets one of its own."""
+    _launcher.shutdown_launcher()
+    yield
+    _launcher.shutdown_launcher()
+
+
 # --------------------------------------------------------------------------- round trips
 
 
@@ -147,12 +172,13 @@ async def test_server_runs_in_its_own_process_group(bind: bool) -> None:
         ids = await ask(t, {"peer": "pid"})
         assert ids["pid"] == t.pid
         assert ids["pgid"] == t.pgid == t.statistics().pgid
-        assert os.getsid(t.pid) == t.pgid != os.getsid(0)
-        if bind:
-            assert ids["ppid"] == t.pgid != t.pid  # the launcher is the server's parent
+        assert os.getsid(t.pid) == t.pgid == t.pid != os.getsid(0)
+        if bind:  # the shared launcher, a child of this process, is the server's parent
+            launcher = proc_stat(ids["ppid"])
+            assert launcher is not None
+            assert launcher[1] == os.getpid() != ids["ppid"]
         else:
             assert ids["ppid"] == os.getpid()
-            assert t.pid == t.pgid
 
 
 async def test_many_frames_keep_their_order() -> None:
@@ -420,9 +446,9 @@ async def test_killed_server_reports_the_signal_and_is_reaped(bind: bool) -> Non
             await t.receive()
         assert "was killed by signal 9 (SIGKILL); it wrote nothing to stderr" in str(info.value)
         assert t.returncode == -9
-        # The server is reaped when its end is reported; the launcher (which reported it) may
-        # still be tearing itself down, and is reaped soon after without any aclose().
-        assert reaped(t.pid, started[t.pid])
+        # Its end is reported while it is a zombie still (the launcher keeps its group id
+        # until this process has read the status); it is reaped soon after, without aclose().
+        assert dead(t.pid, started[t.pid])
         await wait_until(lambda: all(reaped(pid, s) for pid, s in started.items()))
     assert t.statistics().signals_sent == ()
 
@@ -763,76 +789,61 @@ async def test_server_and_grandchild_die_with_a_sigkilled_host() -> None:
 
 @needs_launcher
 @needs_proc
-def test_launcher_survives_the_exit_of_the_thread_that_started_it() -> None:
-    # trio starts processes from worker threads; PR_SET_PDEATHSIG fires when that *thread*
-    # exits. The launcher must tell this apart from the host's death.
-    status_r, status_w = os.pipe()
-    argv = _reaper.launcher_argv(
-        sys.executable, [str(PEER)], status_fd=status_w, host_pid=os.getpid(), lc_ctype=None
-    )
-    started: list[subprocess.Popen[bytes]] = []
+def test_launcher_survives_the_exit_of_the_thread_that_started_it(fresh_launcher: None) -> None:
+    # PR_SET_PDEATHSIG fires when the *thread* that started the launcher exits, and trio runs
+    # in any thread. The launcher must tell this apart from the host's death.
+    pids: list[tuple[int, int]] = []
 
-    def start() -> None:
-        started.append(
-            subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                pass_fds=(status_w,),
-                start_new_session=True,
-            )
-        )
+    async def start_one() -> None:
+        async with running(peer()) as t:
+            pids.append((t.pid, start_time(t.pid)))
 
-    thread = threading.Thread(target=start)
+    thread = threading.Thread(target=trio.run, args=(start_one,))
     thread.start()
     thread.join()
-    os.close(status_w)
-    (launcher,) = started
-    assert launcher.stdin is not None
-    assert launcher.stdout is not None
-    with os.fdopen(status_r, "rb") as status:
-        first = status.readline()
-        assert first.startswith(b"ok ")
-        threading.Event().wait(0.3)  # let a (wrong) kill land
-        launcher.stdin.write(b"alive?\n")
-        launcher.stdin.flush()
-        assert launcher.stdout.readline() == b"alive?\n"
-        launcher.stdin.close()
-        assert launcher.wait(timeout=10) == -signal.SIGKILL  # it sweeps its group last
-        assert status.read() == b"exit 0\n"
-    launcher.stdout.close()
+    (launcher,) = launcher_pids()
+    started = start_time(launcher)
+    threading.Event().wait(0.3)  # let a (wrong) kill land
+    assert not dead(launcher, started)
+
+    async def use_it() -> None:
+        async with running(peer()) as t:
+            assert await ask(t, {"peer": "pid"}) == {"pid": t.pid, "pgid": t.pid, "ppid": launcher}
+
+    trio.run(use_it)
+    assert all(reaped(pid, at) for pid, at in pids)
 
 
 @needs_launcher
-async def test_launcher_that_dies_early_is_a_connect_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(command: str, args: object, **kwargs: object) -> list[str]:
-        del command, args, kwargs
-        return [sys.executable, "-c", "import sys; sys.stderr.write('no launcher'); sys.exit(1)"]
+async def test_launcher_that_dies_early_is_a_connect_error(
+    fresh_launcher: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(control_fd: int, host_pid: int) -> list[str]:
+        del control_fd, host_pid
+        return [sys.executable, "-c", "import sys; sys.exit(3)"]
 
-    monkeypatch.setattr(_reaper, "launcher_argv", broken)
+    monkeypatch.setattr(_launcher, "launcher_argv", broken)
     with pytest.raises(ConnectError) as info:
         async with running(peer()):
             pytest.fail("the transport must not open")
-    assert str(info.value) == (
-        f"could not start stdio server {sys.executable!r}: the launcher that binds it to this "
-        "process ended before starting it (no launcher); set bind_to_host=False to start the "
-        "server directly"
+    assert re.fullmatch(
+        rf"could not start stdio server {re.escape(repr(sys.executable))}: the launcher that "
+        r"binds it to this process ended before starting it \(the shared launcher \(pid \d+\) "
+        r"exited with code 3\); set bind_to_host=False to start the server directly",
+        str(info.value),
     )
 
 
 def test_launcher_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _reaper.main(["1", "2"]) == 2
-    assert (
-        "usage: _reaper.py STATUS_FD HOST_PID LC_CTYPE_SPEC -- COMMAND" in capsys.readouterr().err
-    )
+    assert _reaper.main(["1"]) == 2
+    assert _reaper.main(["x", "2"]) == 2
+    assert capsys.readouterr().err == "usage: _reaper.py CONTROL_FD HOST_PID\n" * 2
 
 
 def test_launcher_argv_shape() -> None:
-    argv = _reaper.launcher_argv("npx", ["-y", "srv"], status_fd=7, host_pid=42, lc_ctype="C")
+    argv = _launcher.launcher_argv(7, 42)
     assert argv[:3] == [sys.executable, "-I", "-S"]
-    assert argv[3].endswith("_reaper.py")
-    assert argv[4:] == ["7", "42", "=C", "--", "npx", "-y", "srv"]
-    unset = _reaper.launcher_argv("npx", [], status_fd=7, host_pid=42, lc_ctype=None)
-    assert unset[6] == "-"
+    assert argv[3] == str(Path(_reaper.__file__).resolve())
+    assert argv[4:] == ["7", "42"]
     with pytest.raises(ValueError, match=r"sys\.executable is empty"):
-        _reaper.launcher_argv("npx", [], status_fd=7, host_pid=42, lc_ctype=None, python="")
+        _launcher.launcher_argv(7, 42, python="")

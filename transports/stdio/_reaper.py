@@ -1,241 +1,423 @@
-"""The stdio launcher: ties a server's whole process group to the life of the host (Linux).
+"""The shared launcher: one small process per host that starts every stdio server (Linux).
 
 Why a launcher
 --------------
-``prctl(PR_SET_PDEATHSIG)`` makes the kernel signal a process when its parent dies, but it only
-covers the direct child: a server started through a wrapper (``npx`` -> ``node``, ``sh -c`` ->
-the real server, ``uv run`` -> ``python``) leaves the real server alive when the host is
-SIGKILLed. Worse, the signal is tied to the parent *thread*, and trio starts processes from a
-worker thread that exits after a few idle seconds: a plain ``PDEATHSIG=SIGKILL`` in the child
-would kill every server a few seconds after it started.
+A stdio server must not outlive the host process, even when the host is SIGKILLed, and neither
+must anything it started (``npx`` -> ``node``, ``sh -c`` -> the real server, ``uv run`` ->
+``python``). ``prctl(PR_SET_PDEATHSIG)`` covers only a direct child, and it is tied to the
+parent *thread*, not process: trio starts processes from worker threads that exit after a few
+idle seconds. So the host starts this stdlib-only script once (``python -I -S``, in a session of
+its own; the host side is :mod:`._launcher`), and asks it to start each server::
 
-So the direct child of the host is this small stdlib-only script (no trio, started with
-``python -I -S``, so it costs one bare interpreter start). Run as::
+    python -I -S _reaper.py CONTROL_FD HOST_PID
 
-    python -I -S _reaper.py STATUS_FD HOST_PID LC_CTYPE_SPEC -- COMMAND [ARG...]
+It:
 
-it is the leader of the server's process group (the host starts it with
-``start_new_session=True``) and:
+1. sets ``PR_SET_PDEATHSIG=SIGTERM`` on itself and checks ``getppid()``: once the host is gone
+   (this process was re-parented) or the control socket has ended, it SIGKILLs the process group
+   of every server still running and exits. A SIGTERM, SIGINT or SIGHUP while the host lives (a
+   host thread exiting, a stray ``kill``) changes nothing.
+2. takes requests on ``CONTROL_FD``, a ``SOCK_SEQPACKET`` socket from the host, one message per
+   request: the server's argv, environment and working directory (:mod:`marshal`), and seven
+   file descriptors (``SCM_RIGHTS``): the server's stdin, stdout and stderr, the write ends of
+   the *status* pipe, of the *reap* socket (a stream socket pair) and of the *start* pipe, and
+   the host's working directory. A request too big for one message comes in an eighth
+   descriptor (a memfd).
+3. forks a child for the server and goes back to its loop at once: it never waits for a child
+   (on a busy machine each such wait is a turn at the CPU, one server after the other). The
+   child writes its pid to the start pipe, takes the server's stdin, stdout and stderr, resets
+   the signal mask and the dispositions Python ignores, sets ``PR_SET_PDEATHSIG=SIGKILL`` (the
+   server dies with this process), enters the working directory, starts a new session (so a
+   process group of its own; last, because a new session is a new scheduling group that may
+   wait its turn) and execs the command, looked up on the server's own ``PATH`` as
+   :mod:`subprocess` does. The start pipe closes on exec: the host reads the pid, then its end
+   (started) or ``err <errno>`` (``err <errno> cwd`` when the working directory is the
+   problem). If the fork itself fails, ``err <errno>`` goes to the status pipe instead.
+4. when the server exits, SIGKILLs what is left of its process group while the server is still an
+   unreaped zombie (so the group id cannot have been reused), then writes ``exit <code>`` or
+   ``signal <number>`` to the status pipe (and closes it) and to the reap socket. It reaps the
+   server once the host has shut down its side of the reap socket, which the host does once it
+   has read the line there, then closes the reap socket: that end tells the host the server is
+   reaped. Until then the group id stays reserved, so the host may signal the group as long as
+   it has not read the exit status.
+5. when the host ends its side of the reap socket while the server runs (it gave up on it),
+   SIGKILLs the server's group, and reaps the server once it has exited.
 
-1. sets ``PR_SET_PDEATHSIG=SIGTERM`` on itself. Its handler for SIGTERM/SIGINT/SIGHUP checks
-   ``getppid()``: if the host is gone (we were re-parented), it SIGKILLs the whole group,
-   grandchildren included. If the host is alive, the signal was either a worker thread of the
-   host exiting, or the host's orderly ``killpg(SIGTERM)`` which the server got too: ignored.
-2. forks and execs ``COMMAND`` in the same process group, with the default signal dispositions
-   and ``PR_SET_PDEATHSIG=SIGKILL`` relative to the launcher (so the server also dies if the
-   launcher is killed alone). The server inherits stdin, stdout and stderr directly: nothing is
-   relayed or copied. The launcher then points its own copies at ``/dev/null`` so that a server
-   closing its stdout is seen as EOF by the host.
-3. reports on ``STATUS_FD`` (a pipe to the host, closed on exec in the server): ``ok <pid>`` once
-   the exec succeeded, or ``err <errno>`` if it failed (then exits 127); and, when the server
-   exits and has been reaped, ``exit <code>`` or ``signal <number>``. Each report is one line
-   ending in ``\\n``; the host takes the exit status from that line as soon as it arrives, without
-   waiting for the launcher to be reaped. A launcher killed before it could report (SIGKILLed
-   directly, say) only closes the pipe: the host then goes by the launcher's own exit status.
-4. after the server exited, SIGKILLs what is left of the group (the server's own children), which
-   kills the launcher too. It does so while it is still alive, so the group id cannot have been
-   reused by an unrelated process.
-5. on :data:`KILL_REQUEST` (SIGUSR1), the host's SIGKILL step, it SIGKILLs the server, reaps it,
-   reports ``signal 9`` and sweeps the group as in 4. Had the host SIGKILLed the group directly,
-   the server, whose parent would die with it, would be left to init as a zombie.
-
-``LC_CTYPE_SPEC`` is ``-`` when the server's environment has no ``LC_CTYPE`` and ``=<value>``
-when it has one: Python's C-locale coercion (PEP 538) may set ``LC_CTYPE`` in the launcher, and the
-launcher restores the environment the host asked for before exec.
+Each report is one line ending in ``\\n``. Every descriptor this process holds is close-on-exec:
+a server inherits its three standard streams and nothing else.
 
 Limits: a process that leaves the group (``setsid``, a daemon double fork) escapes, as with every
-process-group design. Only Linux has ``PR_SET_PDEATHSIG``; elsewhere the stdio transport starts
-the server directly (see :data:`SUPPORTED`).
+process-group design. If this process is SIGKILLed on its own, the servers die with it
+(``PR_SET_PDEATHSIG``) and the host, seeing their reap sockets end, SIGKILLs what is left of
+their groups. The servers inherit this process's resource limits and umask, which are the
+host's at the time it started this process. Only Linux has ``PR_SET_PDEATHSIG``; elsewhere the
+stdio transport starts the server directly.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
 import sys
 
-# Start-up time matters here (the launcher runs before every server): no typing, no enum.
+# Start-up time matters here (the first server waits for it): no typing, no enum, no socket.py.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import _socket
+    import select
     import signal
     from collections.abc import Sequence
     from types import FrameType
+    from typing import Any
 else:
+    import _socket
+    import select
+
     try:
         import _signal as signal  # the C module; `signal` would import enum (about 5 ms)
     except ImportError:  # another interpreter
         import signal
 
-__all__ = ["KILL_REQUEST", "SUPPORTED", "launcher_argv", "main"]
+__all__ = ["MAX_MESSAGE", "main"]
 
-#: True where the launcher works (Linux: it needs ``prctl(PR_SET_PDEATHSIG)``).
-SUPPORTED: bool = sys.platform.startswith("linux")
+#: The largest request sent inline, in bytes; a bigger one comes in a memfd.
+MAX_MESSAGE = 32768
 
 _PR_SET_PDEATHSIG = 1
-if sys.platform == "win32":  # never used there, but the module must stay importable
-    KILL_REQUEST = signal.SIGTERM
-    _FORWARDED: tuple[signal.Signals, ...] = ()
-else:
-    #: Sent by the host to the launcher instead of SIGKILLing the group (module docstring, 5).
-    KILL_REQUEST = signal.SIGUSR1
-    _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_HANDLED = (*_FORWARDED, KILL_REQUEST)
-# Python ignores these at start-up; an ignored disposition would survive exec into the server.
-_RESET_TO_DEFAULT = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name)
-)
+# stdin, stdout, stderr, status, reap, start, working directory; then the optional memfd.
+_FDS = 7
+_RECEIVE_FDS = _FDS + 1
+_INT = 4  # bytes per descriptor in SCM_RIGHTS data
 _EXEC_FAILED = 127
+_USAGE = "usage: _reaper.py CONTROL_FD HOST_PID\n"
 
 
-def launcher_argv(
-    command: str,
-    args: Sequence[str],
-    *,
-    status_fd: int,
-    host_pid: int,
-    lc_ctype: str | None,
-    python: str = sys.executable,
-) -> list[str]:
-    """Return the argv that runs ``command args...`` under the launcher.
-
-    ``status_fd`` is the write end of the status pipe (pass it in ``pass_fds``), ``host_pid`` the
-    pid of the process that spawns the launcher (its parent), ``lc_ctype`` the server's
-    ``LC_CTYPE`` (``None`` when unset). Raises :class:`ValueError` when ``python`` is empty
-    (an embedded interpreter without ``sys.executable``).
-    """
-    if not python:
-        raise ValueError("no Python interpreter to run the launcher with (sys.executable is empty)")
-    spec = "-" if lc_ctype is None else "=" + lc_ctype
-    script = os.path.abspath(__file__)
-    return [python, "-I", "-S", script, str(status_fd), str(host_pid), spec, "--", command, *args]
+# libc through ctypes (for prctl), loaded by _set_pdeathsig: ctypes takes about 2 ms to import.
+_libc: Any = None
 
 
 def _set_pdeathsig(sig: int) -> None:
     """Ask the kernel to send ``sig`` to this process when its parent dies. Raises OSError."""
+    global _libc
     import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+    _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(err)}")
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-def _report(status_fd: int, data: bytes) -> None:
-    """Tell the host about the server; best effort: a host that is gone cannot listen."""
+def _write(fd: int, data: bytes) -> bool:
+    """Write one short report line (shorter than PIPE_BUF: all or nothing); False if the reader
+    is gone. Best effort: a host that is gone cannot listen."""
     try:
-        _write_all(status_fd, data)
+        os.write(fd, data)
+    except OSError:
+        return False
+    return True
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
     except OSError:
         return
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 4096):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _exec_server(command: list[str], env: dict[str, str], error_fd: int, launcher: int) -> None:
-    """In the forked child: reset signals, bind to the launcher, exec. Never returns."""
+def _killpg(pgid: int) -> None:
     try:
-        for sig in (*_HANDLED, *_RESET_TO_DEFAULT):
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        return
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return
+
+
+def _waitpid(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # pragma: no cover - only this process reaps its children
+        return
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """Nothing: the wakeup fd wakes the main loop, which checks what changed."""
+
+
+def _candidates(command: bytes, env: dict[bytes, bytes]) -> list[bytes]:
+    """Where to look for ``command``, as :mod:`subprocess` does: as it is when it holds a
+    ``/``, else in each directory of the server's ``PATH`` (the default path when unset)."""
+    if b"/" in command:
+        return [command]
+    path = env.get(b"PATH")
+    if path is None:
+        path = os.fsencode(os.defpath)
+    return [os.path.join(directory, command) for directory in path.split(b":")]
+
+
+def _fork_exec(
+    argv: list[bytes],
+    env: dict[bytes, bytes],
+    stdio: tuple[int, int, int],
+    start: int,
+    home: int,
+    cwd: bytes | None,
+) -> int:
+    """Fork a child that starts ``argv`` in a new session; return its pid at once.
+
+    The child writes ``<pid>\\n`` to ``start`` first, then ``err <errno>\\n`` (``err <errno>
+    cwd\\n``) if it cannot exec; ``start`` closes on exec. The command is looked up as
+    :mod:`subprocess` does."""
+    candidates = _candidates(argv[0], env)
+    launcher = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child
+        os.write(start, b"%d\n" % os.getpid())
+        for target, fd in enumerate(stdio):
+            os.dup2(fd, target)
+        for sig in _IGNORED_BY_PYTHON:
             signal.signal(sig, signal.SIG_DFL)
-        _set_pdeathsig(signal.SIGKILL)
-        if os.getppid() != launcher:  # the launcher died before prctl took effect
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        _libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)  # dies with the launcher
+        if os.getppid() != launcher:
             os._exit(_EXEC_FAILED)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
-        os.execvpe(command[0], command, env)
-    except OSError as exc:
-        _write_all(error_fd, str(exc.errno or 0).encode())
+        try:
+            os.fchdir(home)
+            if cwd is not None:
+                os.chdir(cwd)
+        except OSError as exc:
+            os.write(start, b"err %d cwd\n" % (exc.errno or 0))
+            os._exit(_EXEC_FAILED)
+        # Last: a new session is a new scheduling group (autogroup), which on a busy machine
+        # waits its turn; everything above ran in this process's own, mostly idle, group.
+        os.setsid()
+        first: OSError | None = None
+        last: OSError | None = None
+        for path in candidates:
+            try:
+                os.execve(path, argv, env)
+            except OSError as exc:
+                if first is None and exc.errno not in (2, 20):  # ENOENT, ENOTDIR: look further
+                    first = exc
+                last = exc
+        failure = first or last
+        os.write(start, b"err %d\n" % ((failure.errno if failure else 0) or 2))
+    except BaseException:  # anything else in the child: report it, and never return
+        os.write(start, b"err 22\n")
     finally:
         os._exit(_EXEC_FAILED)
+
+
+if sys.platform == "win32":  # never run there, but the module must stay importable
+    _HANDLED: tuple[int, ...] = ()
+    _IGNORED_BY_PYTHON: tuple[int, ...] = ()
+else:
+    _HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)
+    # Python ignores SIGPIPE and SIGXFSZ; an ignored disposition would survive exec (a handled
+    # one does not).
+    _IGNORED_BY_PYTHON = (signal.SIGPIPE, signal.SIGXFSZ)
+
+
+class _Server:
+    """One server this process started and has not reaped yet. ``status`` and ``reap`` are -1
+    once closed."""
+
+    __slots__ = ("exited", "pid", "reap", "status")
+
+    def __init__(self, pid: int, status: int, reap: int) -> None:
+        self.pid = pid
+        self.status = status
+        self.reap = reap
+        self.exited = False
+
+
+class _Launcher:
+    """The loop: requests in, servers started, exits reported and reaped (module docstring)."""
+
+    def __init__(self, control_fd: int, host_pid: int) -> None:
+        self.host = host_pid
+        self.control = _socket.socket(fileno=control_fd)
+        self.control.setblocking(False)
+        self.servers: dict[int, _Server] = {}  # by pid, until reaped
+        self.by_reap: dict[int, _Server] = {}  # by reap socket, while the host holds its end
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        self.poller = select.poll()
+        self.poller.register(self.control.fileno(), select.POLLIN)
+        self.poller.register(self.wake_r, select.POLLIN)
+
+    def run(self) -> int:
+        signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
+        for sig in _HANDLED:
+            signal.signal(sig, _on_signal)
+        _set_pdeathsig(signal.SIGTERM)
+        os.chdir("/")  # hold no directory of the host's
+        while os.getppid() == self.host:
+            child_exited = False
+            for fd, _ in self.poller.poll():
+                if fd == self.wake_r:
+                    child_exited |= self._drain_wakeups()
+                elif fd == self.control.fileno():
+                    if not self._receive():
+                        return self._host_gone()
+                elif fd in self.by_reap:
+                    self._host_done(self.by_reap[fd])
+            if child_exited:
+                self._collect_exits()
+        return self._host_gone()
+
+    def _drain_wakeups(self) -> bool:
+        """Empty the wakeup pipe (one byte per signal); whether a SIGCHLD came."""
+        child_exited = False
+        try:
+            while chunk := os.read(self.wake_r, 256):
+                child_exited |= signal.SIGCHLD in chunk
+        except BlockingIOError:
+            pass
+        return child_exited
+
+    def _host_gone(self) -> int:
+        """The host died (or closed the control socket): take every running server down."""
+        for server in self.servers.values():
+            if not server.exited:
+                _killpg(server.pid)
+                _kill(server.pid)  # one still starting may not lead its group yet
+        return 0
+
+    # ------------------------------------------------------------------ requests
+
+    def _receive(self) -> bool:
+        """Start the server of every waiting request; False once the host is gone."""
+        while True:
+            try:
+                data, ancillary, flags, _ = self.control.recvmsg(
+                    MAX_MESSAGE,
+                    _socket.CMSG_SPACE(_RECEIVE_FDS * _INT),
+                    _socket.MSG_CMSG_CLOEXEC | _socket.MSG_DONTWAIT,
+                )
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            fds = [
+                int.from_bytes(payload[i : i + _INT], sys.byteorder, signed=True)
+                for level, kind, payload in ancillary
+                if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+                for i in range(0, len(payload) - len(payload) % _INT, _INT)
+            ]
+            if not data and not fds:
+                return False  # end of the stream: the host closed it
+            self._request(data, fds, flags)
+
+    def _request(self, data: bytes, fds: list[int], flags: int) -> None:
+        truncated = flags & (_socket.MSG_TRUNC | _socket.MSG_CTRUNC)
+        try:
+            if truncated or len(fds) not in (_FDS, _FDS + 1):
+                raise ValueError("malformed request")
+            if len(fds) > _FDS:
+                data = os.pread(fds[_FDS], os.fstat(fds[_FDS]).st_size, 0)
+            argv, env, cwd = marshal.loads(data)
+        except (ValueError, EOFError, TypeError, OSError):
+            if len(fds) > 3:
+                _write(fds[3], b"err 22\n")  # EINVAL
+            for fd in fds:
+                _close(fd)
+            return
+        stdin, stdout, stderr, status, reap, start, home = fds[:_FDS]
+        for fd in (status, reap):  # never block here on a host that does not read
+            os.set_blocking(fd, False)
+        pid = 0
+        try:
+            pid = _fork_exec(argv, env, (stdin, stdout, stderr), start, home, cwd)
+        except OSError as exc:  # fork failed: out of processes or memory
+            _write(status, b"err %d\n" % (exc.errno or 0))
+        finally:
+            for fd in (stdin, stdout, stderr, *fds[_FDS - 2 :]):
+                _close(fd)
+        if not pid:
+            _close(status)
+            _close(reap)
+            return
+        server = _Server(pid, status, reap)
+        self.servers[pid] = server
+        self.by_reap[reap] = server
+        self.poller.register(reap, select.POLLIN)  # the host is done with it: end or close
+
+    # ------------------------------------------------------------------ exits
+
+    def _collect_exits(self) -> None:
+        """Report every server that exited since the last look, after sweeping its group."""
+        for server in list(self.servers.values()):
+            if server.exited:
+                continue
+            try:
+                info = os.waitid(os.P_PID, server.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # pragma: no cover - only this process reaps them
+                info = None
+            if info is None:
+                continue
+            server.exited = True
+            _killpg(server.pid)  # the server is a zombie still: the group id is its own
+            if info.si_code == os.CLD_EXITED:
+                line = b"exit %d\n" % info.si_status
+            else:
+                line = b"signal %d\n" % info.si_status
+            _write(server.status, line)
+            _close(server.status)
+            server.status = -1
+            if server.reap < 0 or not _write(server.reap, line):
+                self._reap(server)
+            # Else hold the zombie (and the group id) until the host says it read the line.
+
+    def _host_done(self, server: _Server) -> None:
+        """The host ended or closed its side of the reap socket: it has read the exit status,
+        or it gave up on the server."""
+        if server.exited:
+            self._reap(server)
+            return
+        self._close_reap(server)
+        _killpg(server.pid)  # it still runs and nobody wants it: reaped once it has exited
+        _kill(server.pid)
+
+    def _reap(self, server: _Server) -> None:
+        """Reap the server, then close the reap socket: its end tells the host."""
+        _waitpid(server.pid)
+        del self.servers[server.pid]
+        self._close_reap(server)
+        if server.status >= 0:
+            _close(server.status)
+
+    def _close_reap(self, server: _Server) -> None:
+        if server.reap >= 0:
+            self.poller.unregister(server.reap)
+            del self.by_reap[server.reap]
+            _close(server.reap)
+            server.reap = -1
 
 
 def main(argv: Sequence[str]) -> int:
     """Run the launcher with ``argv`` (``sys.argv[1:]``); see the module docstring.
 
-    Returns the exit code (127 when the command could not be started, 2 on bad arguments).
-    After the server started it ends by SIGKILLing its own process group instead of returning.
-    """
-    if len(argv) < 5 or argv[3] != "--":
-        sys.stderr.write("usage: _reaper.py STATUS_FD HOST_PID LC_CTYPE_SPEC -- COMMAND [ARG...]\n")
+    Returns 0 once the host is gone, 2 on bad arguments."""
+    if len(argv) != 2 or not all(arg.isdigit() for arg in argv):
+        sys.stderr.write(_USAGE)
         return 2
-    status_fd, host_pid, spec = int(argv[0]), int(argv[1]), argv[2]
-    command = list(argv[4:])
-    os.set_inheritable(status_fd, False)
-
-    env = dict(os.environ)
-    if spec == "-":
-        env.pop("LC_CTYPE", None)
-    else:
-        env["LC_CTYPE"] = spec[1:]
-
-    child = 0
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if os.getppid() != host_pid:  # the host died: take the whole group down with it
-            os.killpg(0, signal.SIGKILL)
-        # Otherwise the host is alive: a host thread exited, or the host signalled the whole
-        # group (the server got the signal too and decides for itself).
-
-    def on_kill_request(signum: int, frame: FrameType | None) -> None:
-        # The host's SIGKILL step: kill the server first so that we reap it ourselves (a
-        # server killed together with us would be left to init as a zombie), then sweep.
-        if child:
-            os.kill(child, signal.SIGKILL)
-
-    signal.pthread_sigmask(signal.SIG_BLOCK, _HANDLED)
-    for sig in _FORWARDED:
-        signal.signal(sig, on_signal)
-    signal.signal(KILL_REQUEST, on_kill_request)
-    try:
-        _set_pdeathsig(signal.SIGTERM)
-    except OSError as exc:
-        _report(status_fd, b"err %d\n" % (exc.errno or 0))
-        return _EXEC_FAILED
-    if os.getppid() != host_pid:  # the host died before prctl took effect
-        os.killpg(0, signal.SIGKILL)
-
-    error_r, error_w = os.pipe()  # both ends close on exec
-    launcher = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        os.close(error_r)
-        _exec_server(command, env, error_w, launcher)
-    os.close(error_w)
-    failure = _read_all(error_r)
-    os.close(error_r)
-    if failure:
-        os.waitpid(pid, 0)
-        _report(status_fd, b"err " + failure + b"\n")
-        return _EXEC_FAILED
-    _report(status_fd, b"ok %d\n" % pid)
-
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
-    child = pid
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HANDLED)
-
-    # Wait without reaping, so that on_kill_request never signals a recycled pid; then reap.
-    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-    signal.pthread_sigmask(signal.SIG_BLOCK, (KILL_REQUEST,))
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        _report(status_fd, b"signal %d\n" % os.WTERMSIG(status))
-    else:
-        _report(status_fd, b"exit %d\n" % os.WEXITSTATUS(status))
-    # A pipe write wakes the host as a "sync" wakeup: the kernel may queue the host behind us on
-    # this CPU until our own teardown (after the killpg below, about 1 ms) is over. Give the CPU
-    # away once so that the host learns the exit status at once.
-    os.sched_yield()
-    os.killpg(0, signal.SIGKILL)  # sweep the server's leftovers (and ourselves)
-    return 0  # pragma: no cover - killpg above does not return
+    control_fd, host_pid = int(argv[0]), int(argv[1])
+    os.set_inheritable(control_fd, False)
+    for fd in (0, 1, 2):  # keep them taken, so that no descriptor received later lands there
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+    return _Launcher(control_fd, host_pid).run()
 
 
 if __name__ == "__main__":

@@ -11,15 +11,18 @@ Process model
 - Its environment is an allow-list of the host's variables (:data:`DEFAULT_ENV_ALLOWLIST`) plus
   the server's own ``env``; nothing else of the host leaks (no tokens, keys, proxies with
   credentials). ``cwd`` sets its working directory.
-- On Linux the server is started through a tiny launcher (:mod:`._reaper`; about 16 ms of extra
-  start-up, one bare ``python -I -S``) that kills the whole group when the host dies, even by
-  SIGKILL. Elsewhere, or with ``bind_to_host=False``, the server is the direct child of the host
+- On Linux the server is started by the host's shared launcher (:mod:`._reaper`, one small
+  process per host process, started on first use; a start through it costs about what a plain
+  spawn does), which kills the whole group when the host dies, even by SIGKILL, and reaps the
+  server. Elsewhere, or with ``bind_to_host=False``, the server is the direct child of the host
   and is cleaned up by an orderly shutdown only.
 - stderr is always drained (a server blocked on a full stderr pipe stops answering); the last
-  lines are kept for :meth:`StdioTransport.stderr_tail` and passed to ``on_stderr_line``.
+  lines are kept for :meth:`StdioTransport.stderr_tail` and, best effort, put into the sink as
+  :class:`~trio_mcp.transports.StderrLine` items.
 - When the server exits, what is left of its process group is SIGKILLed: the group lives as long
-  as the server. (Under the launcher this happens before the group leader is reaped, so the group
-  id cannot have been recycled; for a direct child it happens right after reaping.)
+  as the server. (Under the launcher this happens before the server, the group leader, is
+  reaped, so the group id cannot have been recycled; for a direct child it happens right after
+  reaping.)
 - Limits: a process that leaves the group (``setsid``, daemonising) escapes, as with every
   process-group design. Orphaned grandchildren are reaped by init; in a container whose PID 1 is
   the host itself, run the host under an init (``docker run --init``, tini).
@@ -43,7 +46,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, Protocol, TypeAlias
 
 import attrs
 import trio
@@ -70,7 +73,8 @@ from .._base import (
     open_inbox,
 )
 from .._channel import ByteChannel
-from . import _reaper
+from . import _launcher
+from ._launcher import LaunchedServer
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
@@ -127,7 +131,7 @@ _OUTBOX_BYTES: Final = 256 * 1024
 #: The most frames, and about the most bytes, the writer puts into one write.
 _WRITE_BATCH_FRAMES: Final = 64
 _WRITE_BATCH_BYTES: Final = 1024 * 1024
-#: A stderr line longer than this many bytes is cut (for the tail and ``on_stderr_line``).
+#: A stderr line longer than this many bytes is cut (for the tail and the sink).
 _STDERR_LINE_LIMIT: Final = 4096
 #: How many stderr lines a :class:`TransportClosed` message quotes.
 _STDERR_LINES_IN_MESSAGE: Final = 10
@@ -354,8 +358,8 @@ class _StderrTail:
 class StdioStatistics:
     """A snapshot of a :class:`StdioTransport`.
 
-    ``pid`` is the server's process, ``pgid`` its process group (the launcher's pid when
-    ``bound_to_host``). ``frames_sent`` counts frames written, in ``write_batches`` writes (the
+    ``pid`` is the server's process, ``pgid`` its process group (the server leads it: the same
+    number). ``frames_sent`` counts frames written, in ``write_batches`` writes (the
     writer takes every frame ready, so under load a write carries many); ``outbox_frames`` the
     frames waiting for the writer. ``frames_received`` counts frames put into the sink.
     ``stdout_buffered`` is what the framer holds now; ``stdout_peak_buffered`` the most it could
@@ -427,7 +431,7 @@ class StdioTransport:
     """
 
     _params: StdioParameters
-    _process: trio.Process
+    _process: _ServerProcess
     _stdin: trio.abc.SendStream
     _stdout: trio.abc.ReceiveStream
     _stderr: trio.abc.ReceiveStream
@@ -483,7 +487,7 @@ class StdioTransport:
 
     @property
     def pgid(self) -> int:
-        """The id of the server's process group (the launcher's pid when bound to the host)."""
+        """The id of the server's process group (the server leads its own group: its pid)."""
         return self._process.pid
 
     @property
@@ -680,23 +684,9 @@ class StdioTransport:
         if await self._exit_within(params.term_grace):
             return await self._collect_stderr()
         self._escalate("SIGKILL", f"within {params.term_grace:g} s after SIGTERM")
-        if self.bound_to_host:
-            # Ask the launcher to SIGKILL the server and reap it, then sweep the group itself;
-            # SIGKILL the group directly only if that does not happen in time.
-            self._signals_sent.append("SIGKILL")
-            self._signal_launcher()
-            if await self._exit_within(params.kill_grace / 2):
-                return await self._collect_stderr()
-            logger.warning(
-                "the launcher of %s did not end the group within %g s; SIGKILLing the group",
-                self._name,
-                params.kill_grace / 2,
-            )
-            self._signal_group("SIGKILL", record=False)
-            exited = await self._exit_within(params.kill_grace / 2)
-        else:
-            self._signal_group("SIGKILL")
-            exited = await self._exit_within(params.kill_grace)
+        # Under the shared launcher too: the launcher reaps the server and tells its status.
+        self._signal_group("SIGKILL")
+        exited = await self._exit_within(params.kill_grace)
         if exited:
             return await self._collect_stderr()
         logger.error(
@@ -707,10 +697,9 @@ class StdioTransport:
         return None
 
     async def _exit_within(self, seconds: float) -> bool:
-        # True once the server has exited AND the group leader has been reaped: the exit status
-        # can be known before the launcher is reaped (see _run_waiter). Checked without a
-        # checkpoint before any signal is sent, so the group is only signalled while its leader
-        # is unreaped.
+        # True once the server has exited AND been reaped: the exit status can be known before
+        # the launcher has reaped it (see _run_waiter). Checked without a checkpoint before any
+        # signal is sent, so the group is only signalled while its leader is unreaped.
         with trio.move_on_after(seconds):
             await self._exited.wait()
             await self._process.wait()
@@ -744,13 +733,6 @@ class StdioTransport:
             os.killpg(self._process.pid, signal.Signals[name])
         except ProcessLookupError:
             logger.debug("process group %d is already gone", self._process.pid)
-
-    def _signal_launcher(self) -> None:
-        """Send the launcher its kill request (see :mod:`._reaper`)."""
-        try:
-            os.kill(self._process.pid, _reaper.KILL_REQUEST)
-        except ProcessLookupError:
-            logger.debug("the launcher %d is already gone", self._process.pid)
 
     def _sweep_group(self) -> None:
         """Kill what is left of the group after the server exited (its own children)."""
@@ -925,12 +907,12 @@ class StdioTransport:
     async def _run_waiter(self) -> None:
         """Learn the server's exit status, publish it, reap, and kill the group's leftovers.
 
-        Under the launcher the status is published the moment the launcher's report arrives:
-        the launcher has reaped the server by then and is sweeping the group (which ends the
-        launcher itself), so nothing waits for the launcher to be torn down before the end is
-        known. The launcher is still reaped here, afterwards; :meth:`_exit_within` waits for
-        that too. A direct child, or a launcher that ended without reporting (killed by SIGKILL,
-        say), is reaped first, then the group is swept and the status published.
+        Under the shared launcher the status is published the moment the launcher's report
+        arrives: the launcher has swept the group by then (while the server, the group leader,
+        was still its unreaped zombie) and reaps the server once the report is read; waiting
+        for that (:meth:`_exit_within` does too) comes afterwards, so nothing waits for it
+        before the end is known. A direct child, or a server whose launcher ended without
+        reporting, is reaped first, then the group is swept and the status published.
         """
         try:
             with self._waiter_scope:
@@ -979,9 +961,27 @@ class StdioTransport:
 # --------------------------------------------------------------------------- spawning
 
 
+class _ServerProcess(Protocol):
+    """What the transport needs of the server's process: :class:`trio.Process` for a direct
+    child, :class:`._launcher.LaunchedServer` for a server started by the shared launcher.
+    ``pid`` is also the server's process group id."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    async def wait(self) -> int: ...
+    def kill(self) -> None: ...
+    def terminate(self) -> None: ...
+
+
 @attrs.frozen(kw_only=True)
 class _Spawned:
-    process: trio.Process
+    process: _ServerProcess
+    stdin: trio.abc.SendStream
+    stdout: trio.abc.ReceiveStream
+    stderr: trio.abc.ReceiveStream
+    #: The launcher's status pipe (None for a direct child).
     status: trio.abc.ReceiveStream | None
     pid: int
 
@@ -997,24 +997,14 @@ def _spawn_error(params: StdioParameters, exc: OSError) -> ConnectError:
 
 
 async def _spawn(params: StdioParameters) -> _Spawned:
-    """Start the server (through the launcher where possible); raise ConnectError if it fails."""
+    """Start the server (through the shared launcher where possible); raise ConnectError if it
+    fails."""
     env = child_environment(params)
-    bind = params.bind_to_host and _reaper.SUPPORTED and bool(sys.executable)
-    if params.bind_to_host and _reaper.SUPPORTED and not sys.executable:
+    if params.bind_to_host and _launcher.SUPPORTED:
+        if sys.executable:
+            return await _spawn_bound(params, env)
         logger.warning("sys.executable is empty: %r starts without the launcher", params.command)
-    status_r = status_w = -1
-    if bind:
-        status_r, status_w = os.pipe()
-        argv = _reaper.launcher_argv(
-            params.command,
-            params.args,
-            status_fd=status_w,
-            host_pid=os.getpid(),
-            lc_ctype=env.get("LC_CTYPE"),
-        )
-    else:
-        argv = [params.command, *params.args]
-    spawned = False
+    argv = [params.command, *params.args]
     try:
         if sys.platform == "win32":
             process = await trio.lowlevel.open_process(
@@ -1035,46 +1025,66 @@ async def _spawn(params: StdioParameters) -> _Spawned:
                 env=env,
                 cwd=params.cwd,
                 start_new_session=True,
-                pass_fds=(status_w,) if bind else (),
             )
-        spawned = True
     except OSError as exc:
         raise _spawn_error(params, exc) from exc
-    finally:
-        if bind:
-            os.close(status_w)
-            if not spawned:
-                os.close(status_r)
-    if not bind:
-        logger.info(
-            "started %r: pid %d, process group %d", params.command, process.pid, process.pid
-        )
-        return _Spawned(process=process, status=None, pid=process.pid)
+    logger.info("started %r: pid %d, process group %d", params.command, process.pid, process.pid)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
+    return _Spawned(
+        process=process,
+        stdin=process.stdin,
+        stdout=process.stdout,
+        stderr=process.stderr,
+        status=None,
+        pid=process.pid,
+    )
 
-    status = trio.lowlevel.FdStream(status_r)
+
+async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spawned:
+    """Have the shared launcher start the server (see :mod:`._reaper`)."""
+    try:
+        launch = await _launcher.launch([params.command, *params.args], env, params.cwd)
+    except OSError as exc:
+        raise ConnectError(
+            f"could not start stdio server {params.command!r}: the launcher that binds it to "
+            f"this process could not be started or reached ({exc}); set bind_to_host=False to "
+            "start the server directly"
+        ) from exc
+    process = launch.process
     started = False
     try:
-        pid = await _await_launch(params, process, status)
+        await _await_launch(params, launch)
         started = True
     finally:
+        launch.start.close()
         if not started:
-            await _abort_launch(process, status, params.kill_grace)
+            await _abort_launch(
+                process, (launch.stdin, launch.stdout, launch.stderr, launch.status), params
+            )
     logger.info(
         "started %r: pid %d, process group %d (bound to this host process)",
         params.command,
-        pid,
+        process.pid,
         process.pid,
     )
-    return _Spawned(process=process, status=status, pid=pid)
+    return _Spawned(
+        process=process,
+        stdin=launch.stdin,
+        stdout=launch.stdout,
+        stderr=launch.stderr,
+        status=launch.status,
+        pid=process.pid,
+    )
 
 
 async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
-    """Read one report line of the launcher (``ok 123``, ``exit 0``...) as ``(kind, value)``;
+    """Read one report line of the launcher (``exit 0``, ``err 2``...) as ``(kind, value)``;
     ``(b"", b"")`` if the pipe ended first.
 
-    One byte at a time: a server that exits at once may have its exit report right behind its
-    start report in the pipe, and each belongs to its own reader. Raises trio's
-    Broken/ClosedResourceError when the pipe cannot be read."""
+    One byte at a time: a line may be followed by another that belongs to another reader.
+    Raises trio's Broken/ClosedResourceError when the pipe cannot be read."""
     line = b""
     while not line.endswith(b"\n"):
         chunk, _ = await _read_some(status, 1)
@@ -1085,45 +1095,61 @@ async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
     return kind, value
 
 
-async def _await_launch(
-    params: StdioParameters, process: trio.Process, status: trio.abc.ReceiveStream
-) -> int:
-    """Read the launcher's first report: the server's pid, or why it could not start."""
-    kind, value = await _read_report(status)
-    if kind == b"ok" and value.isdigit():
-        return int(value)
-    if kind == b"err" and value.isdigit():
-        code = int(value)
-        failure = OSError(code, os.strerror(code), params.command)
-        raise _spawn_error(params, failure) from failure
-    output = b""
-    assert process.stderr is not None
-    with trio.move_on_after(_END_REPORT_WAIT):
-        while len(output) < 4096 and (said_now := await process.stderr.receive_some(4096)):
-            output += said_now
-    said = output.decode("utf-8", errors="replace").strip()
+async def _await_launch(params: StdioParameters, launch: _launcher.Launch) -> None:
+    """Wait until the server has exec'd (sets ``launch.process.pid``); raise ConnectError
+    saying why it could not start.
+
+    The start pipe brings the server's pid, then ``err <errno>`` if its exec failed, and ends
+    at the exec. If it ends empty the launcher did not fork: its status pipe says why."""
+    said = b""
+    while True:
+        chunk, _ = await _read_some(launch.start, 256)
+        if not chunk:
+            break
+        said += chunk
+    pid, _, failure = said.partition(b"\n")
+    if pid.isdigit():
+        launch.process.pid = int(pid)
+        kind, _, value = failure.rstrip(b"\n").partition(b" ")
+    else:
+        kind, value = await _read_report(launch.status)
+    if not kind and launch.process.pid:
+        return
+    code, _, where = value.partition(b" ")
+    if kind == b"err" and code.isdigit():
+        number = int(code)
+        filename = params.cwd if where == b"cwd" else params.command
+        error = OSError(number, os.strerror(number), filename)
+        raise _spawn_error(params, error) from error
+    why = await launch.launcher_end()
     raise ConnectError(
         f"could not start stdio server {params.command!r}: the launcher that binds it to this "
-        f"process ended before starting it ({said or 'no output'}); set bind_to_host=False to "
-        "start the server directly"
+        f"process ended before starting it ({why}); set bind_to_host=False to start the server "
+        "directly"
     )
 
 
 async def _abort_launch(
-    process: trio.Process, status: trio.abc.ReceiveStream, grace: float
+    process: LaunchedServer, streams: Iterable[trio.abc.AsyncResource], params: StdioParameters
 ) -> None:
-    """Kill and reap a half-started server group, shielded and bounded."""
+    """Kill and reap a half-started server group, shielded and bounded by ``kill_grace``.
+
+    A server whose start was not reported yet is SIGKILLed by the launcher when it sees the
+    reap pipe closed."""
     with trio.CancelScope(shield=True):
-        if process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                logger.debug("process group %d is already gone", process.pid)
-        with trio.move_on_after(grace):
-            await process.wait()
-        for stream in (process.stdin, process.stdout, process.stderr, status):
-            if stream is not None:
-                await stream.aclose()
+        process.kill()
+        if process.pid > 0:
+            with trio.move_on_after(params.kill_grace):
+                await process.wait()
+        process.close()
+        for stream in streams:
+            await stream.aclose()
+
+
+def _release(process: _ServerProcess) -> None:
+    """Let go of the launcher's last pipe to the server (see :meth:`LaunchedServer.close`)."""
+    if isinstance(process, LaunchedServer):
+        process.close()
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1145,10 +1171,6 @@ async def open_stdio_transport(
     """
     with collapse_exception_group():
         spawned = await _spawn(params)
-        process = spawned.process
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
         own_inbox = None
         if sink is None:
             own_inbox = open_inbox()
@@ -1156,10 +1178,10 @@ async def open_stdio_transport(
         tail = _StderrTail(max_lines=params.stderr_tail_lines, line_limit=_STDERR_LINE_LIMIT)
         transport = StdioTransport(
             params=params,
-            process=process,
-            stdin=process.stdin,
-            stdout=process.stdout,
-            stderr=process.stderr,
+            process=spawned.process,
+            stdin=spawned.stdin,
+            stdout=spawned.stdout,
+            stderr=spawned.stderr,
             status=spawned.status,
             pid=spawned.pid,
             sink=sink,
@@ -1168,12 +1190,15 @@ async def open_stdio_transport(
             own_inbox=own_inbox,
         )
         tail.on_line = transport._stderr_line
-        async with trio.open_nursery() as nursery:
-            try:
-                nursery.start_soon(transport._run_waiter)
-                nursery.start_soon(transport._run_stderr)
-                nursery.start_soon(transport._run_reader)
-                nursery.start_soon(transport._run_writer)
-                yield transport
-            finally:
-                await transport.aclose()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    nursery.start_soon(transport._run_waiter)
+                    nursery.start_soon(transport._run_stderr)
+                    nursery.start_soon(transport._run_reader)
+                    nursery.start_soon(transport._run_writer)
+                    yield transport
+                finally:
+                    await transport.aclose()
+        finally:
+            _release(spawned.process)

@@ -302,7 +302,6 @@ async def test_send_nowait_leaves_frames_with_send_chaos_to_send() -> None:
         assert [await server.receive(), await server.receive()] == [b"x", b"x"]
 
 
-
 async def test_a_declined_send_nowait_draws_no_fate() -> None:
     """The fate of a frame depends on its index only: a send_nowait that declines (a full
     inner outbox) and the send() that carries the frame afterwards are one frame."""

@@ -1,14 +1,35 @@
 """trio_mcp.transports: byte and message I/O.
 
-Every transport implements the message-level :class:`Transport` contract (one serialized
-JSON-RPC message per ``send``/``receive``). stdio runs each server in its own process group and
-ends the whole group on close or when the host dies; the in-memory pair serves tests and
-in-process servers.
+Every transport implements the message-level :class:`Transport` contract: an actor that owns its
+I/O tasks, takes frames (one serialized JSON-RPC message each) through its outbox, and hands
+everything it receives up into one :class:`FrameSink`, a :class:`ByteChannel` bounded in bytes
+(frames, then :class:`ConnectionEnded`). stdio runs each server in its own process group and ends
+the whole group on close or when the host dies; the in-memory pair serves tests and in-process
+servers.
 """
 
 from __future__ import annotations
 
-from ._base import Transport, TransportInfo, collapse_exception_group, map_transport_errors
+from ._base import (
+    ConnectionEnded,
+    FrameSink,
+    Inbound,
+    InboxReader,
+    ProcessTransport,
+    RequestFailed,
+    ResumableTransport,
+    SessionExpiredNotice,
+    StderrLine,
+    Transport,
+    TransportEvent,
+    TransportInfo,
+    VersionedTransport,
+    collapse_exception_group,
+    item_size,
+    map_transport_errors,
+    open_inbox,
+)
+from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel, ByteChannelStatistics
 from ._memory import MemoryTransport, MemoryTransportStatistics, memory_transport_pair
 from ._websocket import (
     MCP_SUBPROTOCOL,
@@ -32,27 +53,43 @@ from .stdio._stdio import (
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
+    "DEFAULT_MAILBOX_BYTES",
     "MCP_SUBPROTOCOL",
+    "ByteChannel",
+    "ByteChannelStatistics",
+    "ConnectionEnded",
+    "FrameSink",
     "HttpParameters",
     "HttpStatistics",
     "HttpTransport",
+    "Inbound",
+    "InboxReader",
     "MemoryTransport",
     "MemoryTransportStatistics",
+    "ProcessTransport",
+    "RequestFailed",
+    "ResumableTransport",
+    "SessionExpiredNotice",
     "SseTransport",
+    "StderrLine",
     "StdioParameters",
     "StdioStatistics",
     "StdioTransport",
     "Transport",
+    "TransportEvent",
     "TransportInfo",
+    "VersionedTransport",
     "WebSocketParameters",
     "WebSocketStatistics",
     "WebSocketTransport",
     "accept_websocket_transport",
     "child_environment",
     "collapse_exception_group",
+    "item_size",
     "map_transport_errors",
     "memory_transport_pair",
     "open_http_transport",
+    "open_inbox",
     "open_sse_transport",
     "open_stdio_transport",
     "open_websocket_transport",

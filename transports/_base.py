@@ -254,6 +254,11 @@ class ResumableTransport(Transport, Protocol):
         with ``sent=False``), held notifications are dropped."""
         ...
 
+    async def end(self, error: McpError) -> None:
+        """End the connection with ``error``, after everything put into the outbox before this
+        call: the last item is ``ConnectionEnded(error, unsent)``."""
+        ...
+
 
 @runtime_checkable
 class ProcessTransport(Transport, Protocol):

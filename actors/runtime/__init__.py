@@ -14,6 +14,7 @@ from ._callbacks import (
 from ._events import (
     Event,
     EventSubscription,
+    ListChanged,
     ResourceUpdated,
     ServerLogged,
     ServerState,
@@ -36,6 +37,7 @@ from ._resources import (
 )
 from ._runtime import (
     USE_DEFAULT,
+    ReadyReport,
     Runtime,
     RuntimeState,
     open_runtime,
@@ -54,9 +56,11 @@ __all__ = [
     "Event",
     "EventSubscription",
     "HostCallbacks",
+    "ListChanged",
     "ProgressCallback",
     "PromptPage",
     "PromptRead",
+    "ReadyReport",
     "RegisteredTool",
     "ResourcePage",
     "ResourceRead",

@@ -213,18 +213,28 @@ class Session:
         of its own, so that a second expiry meanwhile is seen at once), or ends the connection
         when the first handshake is not done yet or a new session is being initialized."""
         async for notice in self._control_receive:
-            if not self._established or self._renewing:
-                transport = self.transport
-                if isinstance(transport, ResumableTransport):
-                    await transport.discard_held()
-                when = (
-                    "before the first handshake was done"
-                    if not self._established
-                    else ("again while a new session was being initialized")
-                )
-                raise TransportClosed(f"{notice.error} ({when}); reconnecting") from notice.error
-            self._renewing = True
-            nursery.start_soon(self._new_http_session, notice)
+            if self._established and not self._renewing:
+                self._renewing = True
+                nursery.start_soon(self._new_http_session, notice)
+                continue
+            when = (
+                "before the first handshake was done"
+                if not self._established
+                else "again while a new session was being initialized"
+            )
+            await self._give_up(notice, f"{notice.error} ({when}); reconnecting")
+
+    async def _give_up(self, notice: SessionExpiredNotice, reason: str) -> None:
+        """End the connection after an HTTP session expiry that cannot be answered with a new
+        session: the held calls fail as never sent, then the transport ends the connection (in
+        that order, through its outbox), and the table fails what is left and raises."""
+        error = TransportClosed(reason)
+        error.__cause__ = notice.error
+        transport = self.transport
+        if not isinstance(transport, ResumableTransport):
+            raise error
+        await transport.discard_held()
+        await transport.end(error)
 
     # ------------------------------------------------------------------ handshake
 
@@ -304,9 +314,9 @@ class Session:
             frame = serialize(Notification(method="notifications/initialized"))
             await transport.send_now(frame)
         except McpError as exc:
-            await transport.discard_held()
             reason = f"the server ended the session and a new one could not be initialized: {exc}"
-            raise TransportClosed(reason) from exc
+            await self._give_up(notice, reason)
+            return
         await transport.resume()
         self._log.info("a new session is initialized (protocol %s)", version)
         caps = result.capabilities
@@ -575,7 +585,9 @@ class Session:
             await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
 
 
+@functools.cache
 def _package_version() -> str:
+    """trio-mcp's version, read once (the package metadata is parsed on every read)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

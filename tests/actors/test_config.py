@@ -4,7 +4,6 @@ out of their repr."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -284,7 +283,7 @@ async def test_deny_disables_a_url_server_and_says_why() -> None:
 async def test_deny_skips_url_servers_only_and_allow_connects_them() -> None:
     attempts: list[str] = []
 
-    def record(config: ServerConfig, on_stderr: Callable[[str], None]) -> Any:
+    def record(config: ServerConfig, sink: Any) -> Any:
         attempts.append(config.name)
         raise ConnectError(f"test: no network for {config.name}")
 

@@ -53,7 +53,8 @@ def descendants(task: trio.lowlevel.Task) -> Iterator[trio.lowlevel.Task]:
         yield from descendants(child)
 
 
-def find(root: trio.lowlevel.Task, name: str) -> list[trio.lowlevel.Task]:
+def find(root: trio.lowlevel.Task | None, name: str) -> list[trio.lowlevel.Task]:
+    assert root is not None
     return [task for task in descendants(root) if short(task) == name]
 
 

@@ -246,9 +246,12 @@ async def eventually(predicate: Callable[[], bool]) -> None:
             await trio.sleep(0.005)
 
 
-async def wait_state(rt: Runtime, state: ServerState) -> None:
+async def wait_state(rt: Runtime, state: ServerState, generation: int = 1) -> None:
+    """Wait until server ``h`` is in ``state`` in connection ``generation`` or a later one."""
     with trio.fail_after(BOUND), rt.events() as events:
-        while rt.status()["h"].state is not state:
+        while not (
+            rt.status()["h"].state is state and rt.status()["h"].generation >= generation
+        ):
             await events.__anext__()
 
 
@@ -1544,28 +1547,23 @@ async def test_a_second_expiry_while_re_initializing_reconnects_instead() -> Non
         async with runtime(server) as rt:
             with rt.events() as events:
                 fake.expire()
+                seen = []
                 with trio.fail_after(BOUND):
                     with pytest.raises(ServerDisconnected) as caught:
                         await rt.call("mcp_h_echo", {"text": "x"})
-                    await wait_state(rt, ServerState.READY)
-                    while rt.status()["h"].generation < 2:
-                        await wait_state(rt, ServerState.READY)
-                seen = []
-                while True:
-                    try:
-                        seen.append(events.receive_nowait())
-                    except trio.WouldBlock:
-                        break
-            # Refused again by the new session (then held and failed as never processed), or
-            # still in flight when the connection ended (outcome unknown): a race of the test.
-            assert str(caught.value) in (
-                "server 'h' ended its session before tools/call was processed, and no new "
-                "session could be initialized: it is safe to retry",
-                "server 'h' disconnected during tools/call (the server at "
-                f"{server.base}/mcp ended the session (it no longer knows our session id): "
-                "initialize a new one (again while a new session was being initialized); "
-                "reconnecting), after the request was sent: its outcome is unknown and it is not "
-                "re-sent",
+                    # reconnected: READY again, in a new generation
+                    while not (
+                        rt.status()["h"].state is ServerState.READY
+                        and rt.status()["h"].generation >= 2
+                    ):
+                        seen.append(await events.__anext__())
+            # Refused again by the new session, held, and failed as never processed when no new
+            # session could be had: safe to retry.
+            assert caught.value.sent is False
+            assert str(caught.value) == (
+                f"server 'h': tools/call to {server.base}/mcp was never processed: the server "
+                "ended the session before it, and no new session was initialized; it is safe to "
+                "retry"
             )
             states = [getattr(e, "new", None) for e in seen]
             assert ServerState.RECONNECTING in states
@@ -1593,9 +1591,7 @@ async def test_a_failed_re_initialize_ends_the_connection_and_the_held_call_was_
                 with pytest.raises(ServerDisconnected) as caught:
                     await rt.call("mcp_h_echo", {"text": "x"})
                 assert caught.value.sent is False
-                while rt.status()["h"].generation < 2:
-                    await wait_state(rt, ServerState.READY)
-                await wait_state(rt, ServerState.READY)
+                await wait_state(rt, ServerState.READY, generation=2)
                 assert (await rt.call("mcp_h_echo", {"text": "back"})).text == "back"
             assert initializes == 3
 
@@ -1622,18 +1618,14 @@ async def test_a_killed_server_fails_the_call_promptly_and_is_reconnected_when_b
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(doomed)
                     await started.wait()
-                    killed_at = trio.current_time()
                     await server.kill()
-                failed_after = trio.current_time() - killed_at
-                assert failed_after < 2.0
+                # promptly: a ServerDisconnected (not the call's timeout), outcome unknown
                 assert caught[0].sent is True
                 assert "its outcome is unknown" in str(caught[0])
-                assert rt.status()["h"].state is not ServerState.READY
+                await wait_state(rt, ServerState.RECONNECTING)  # after the withdrawal
                 assert "mcp_h_slow" not in rt.tools()
                 await server.start()
-                while rt.status()["h"].generation < 2:
-                    await wait_state(rt, ServerState.READY)
-                await wait_state(rt, ServerState.READY)
+                await wait_state(rt, ServerState.READY, generation=2)
                 assert (await rt.call("mcp_h_echo", {"text": "back"})).text == "back"
 
 

@@ -114,6 +114,7 @@ from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
     DiscardHeld,
+    EndConnection,
     HttpParameters,
     HttpStatistics,
     HttpTransportBase,
@@ -281,6 +282,13 @@ class HttpTransport(HttpTransportBase):
         more. Raises :class:`TransportClosed` once the transport is closed or the connection
         ended (the held requests are then in ``ConnectionEnded.unsent``)."""
         await self._put(DiscardHeld)
+
+    async def end(self, error: McpError) -> None:
+        """End the connection with ``error`` once the pump has done everything put into the
+        outbox before this call (a :meth:`discard_held`'s failures come first): the last item
+        in the sink is ``ConnectionEnded(error, unsent)``. Raises :class:`TransportClosed` once
+        the transport is closed or the connection ended."""
+        await self._put(lambda: EndConnection(error))
 
     # ------------------------------------------------------------------ the pump
 

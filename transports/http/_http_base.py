@@ -661,8 +661,15 @@ class DiscardHeld:
     """Fail the held requests as never sent; drop the held notifications."""
 
 
+@attrs.frozen
+class EndConnection:
+    """End the connection with ``error``, after everything the outbox held before it."""
+
+    error: McpError
+
+
 #: What goes into a transport's outbox, in the order its user gave it.
-OutboxItem: TypeAlias = SendFrame | SetVersion | ResumeHeld | DiscardHeld
+OutboxItem: TypeAlias = SendFrame | SetVersion | ResumeHeld | DiscardHeld | EndConnection
 
 
 # --------------------------------------------------------------------------- statistics
@@ -884,6 +891,8 @@ class HttpTransportBase:
                 await self._send_frame(frame, out, now=now)
             case SetVersion(version=version):
                 self._set_version(version)
+            case EndConnection(error=error):
+                self._end(error)
             case ResumeHeld() | DiscardHeld():
                 raise AssertionError(f"{type(self).__name__} never holds frames")
 

@@ -249,9 +249,7 @@ async def eventually(predicate: Callable[[], bool]) -> None:
 async def wait_state(rt: Runtime, state: ServerState, generation: int = 1) -> None:
     """Wait until server ``h`` is in ``state`` in connection ``generation`` or a later one."""
     with trio.fail_after(BOUND), rt.events() as events:
-        while not (
-            rt.status()["h"].state is state and rt.status()["h"].generation >= generation
-        ):
+        while not (rt.status()["h"].state is state and rt.status()["h"].generation >= generation):
             await events.__anext__()
 
 

@@ -43,6 +43,7 @@ import attrs
 import trio
 
 from ...protocol._errors import (
+    McpError,
     McpTransportConfigError,
     RuntimeClosed,
     ServerUnavailable,
@@ -285,9 +286,13 @@ class Runtime:
         unknown), :class:`RpcError` or :class:`RuntimeClosed`; all of them but
         :class:`ServerUnavailable` and :class:`RuntimeClosed` are :class:`CallError`.
         """
-        self._check_open()
-        tool = await self.lookup(name, wait_ready=wait_ready)
-        session = await self._session_for(tool.server, wait_ready)
+        try:
+            self._check_open()
+            tool = await self.lookup(name, wait_ready=wait_ready)
+            session = await self._session_for(tool.server, wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            raise
         server = self._supervisors[tool.server].config
         limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
         if logger.isEnabledFor(logging.DEBUG):
@@ -340,8 +345,12 @@ class Runtime:
         """Send any request to one server and return the raw result (``resources/read``,
         ``prompts/get``, ``completion/complete``...). Decode it with
         ``trio_mcp.protocol.decode_result(method, result)``."""
-        self._check_open()
-        session = await self._session_for(server, wait_ready)
+        try:
+            self._check_open()
+            session = await self._session_for(server, wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            raise
         limit = (
             self._supervisor(server).config.timeout if isinstance(timeout, _UseDefault) else timeout
         )
@@ -492,6 +501,7 @@ class Runtime:
         that failed to start is in it with its error); its ``timed_out`` says whether the time
         ran out first, and ``not_settled`` which servers were still on their way. Raises
         :class:`ServerUnavailable` for a name that is not configured."""
+        await trio.lowlevel.checkpoint()  # a checkpoint even when every server is settled
         names = list(servers) if servers is not None else list(self._supervisors)
         watched = [self._supervisor(name) for name in names]
         with trio.move_on_after(math.inf if timeout is None else timeout) as waited:

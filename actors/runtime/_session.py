@@ -381,12 +381,16 @@ class Session:
             except trio.WouldBlock:
                 await self.mailbox.send(expect, ITEM_OVERHEAD)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # a checkpoint even when failing at once (trio's rule): a caller that retries in a
+            # loop must let the table see the end of the connection, and the supervisor act
+            await trio.lowlevel.checkpoint()
             raise self._not_sent(method, "the connection has ended") from None
         sent = False
         try:
             try:
                 await self._send(frame, request_id, now=now)
             except TransportClosed as exc:
+                await trio.lowlevel.checkpoint()
                 raise self._not_sent(method, str(exc)) from exc
             sent = True
             try:

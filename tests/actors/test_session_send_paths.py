@@ -28,7 +28,7 @@ from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 from trio_mcp.protocol import CallTimeout, ServerDisconnected
 from trio_mcp.protocol._errors import McpError, TransportClosed
 from trio_mcp.protocol._jsonrpc import RequestId
-from trio_mcp.transports._base import FrameSink, Transport, TransportInfo
+from trio_mcp.transports._base import ConnectionEnded, FrameSink, Transport, TransportInfo
 from trio_mcp.transports._channel import ByteChannel
 from trio_mcp.transports.stdio._stdio import StdioParameters, StdioTransport, open_stdio_transport
 
@@ -377,6 +377,29 @@ async def test_a_transport_that_refuses_the_frame_fails_the_call_at_once(
         await trio.testing.wait_all_tasks_blocked()
         assert conn.session.statistics().outstanding == 0
     assert fake.cancellations == []
+
+
+async def test_a_call_after_the_end_arrived_fails_as_unsent_and_lets_the_table_see_it(
+    autojump_clock: Clock,
+) -> None:
+    # The transport has put its end into the mailbox, the table has not taken it yet: a call
+    # fails at once (safe to retry) and is a checkpoint, so a caller retrying in a loop that
+    # never waits otherwise lets the table end the session (it once kept READY forever).
+    fake = fake_server()
+    async with open_session(fake.connect, config(fake)) as conn:
+        conn.mailbox.send_nowait(ConnectionEnded(error=TransportClosed("cut")))
+        conn.mailbox.close()
+        failures = 0
+        while not conn.session.closed:
+            with trio.testing.assert_checkpoints(), pytest.raises(ServerDisconnected) as info:
+                await conn.session.call_tool("t", {}, timeout=10)
+            assert info.value.sent is False
+            failures += 1
+            assert failures < 5
+        await trio.testing.wait_all_tasks_blocked()
+        assert [str(e) for e in conn.ended] == ["cut"]
+        assert conn.supervisor.items and isinstance(conn.supervisor.items[-1], ConnectionLost)
+    assert tool_calls(fake) == []
 
 
 # --------------------------------------------------------------------------- given up after sending

@@ -218,7 +218,9 @@ async def kill_mid_call(
 ) -> tuple[int, ServerDisconnected]:
     """Start a long call of ``tool`` that reports progress, SIGKILL the server once the first
     progress arrives, and return the killed pid and the error the call failed with, which must
-    come promptly (end of stdout, not a call timeout)."""
+    come promptly: a ServerDisconnected at the end of stdout, not a call timeout (the call's
+    timeout is far longer than the bound here). Returns once the server's tools are withdrawn
+    and it is RECONNECTING."""
     first_pid = rt.status()[server].pid
     assert first_pid is not None
     started, failed = trio.Event(), trio.Event()
@@ -231,12 +233,17 @@ async def kill_mid_call(
             failure.append(exc)
             failed.set()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(long_call)
+    with rt.events() as events:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(long_call)
+            with trio.fail_after(CALL_BOUND):
+                await started.wait()
+            os.kill(first_pid, signal.SIGKILL)
+            with trio.fail_after(CALL_BOUND):  # EOF on stdout, not the call's timeout
+                await failed.wait()
         with trio.fail_after(CALL_BOUND):
-            await started.wait()
-        os.kill(first_pid, signal.SIGKILL)
-        with trio.fail_after(2.0):  # promptly: EOF on stdout, not a call timeout
-            await failed.wait()
+            async for event in events:  # the tools withdrawn, then RECONNECTING
+                if getattr(event, "new", None) is ServerState.RECONNECTING:
+                    break
     (error,) = failure
     return first_pid, error

@@ -322,8 +322,8 @@ class Runtime:
         if tool is None:
             for owner in self._possible_owners(name):
                 supervisor = self._supervisors[owner]
-                if supervisor.state is not ServerState.READY:
-                    await self._session_for(owner, wait_ready)  # ServerUnavailable unless READY
+                if not supervisor.accepts_calls:  # ServerUnavailable unless it gets READY
+                    await self._session_for(owner, wait_ready)
                 await self._registered(supervisor)  # READY: its tools are on their way
             tool = self._registry.view.get(name)
         if tool is None:
@@ -386,8 +386,9 @@ class Runtime:
         while True:
             await supervisor.wait_state(lambda s: s in SETTLED)
             if supervisor.state is ServerState.READY and not supervisor.accepts_calls:
-                # its connection just ended: the tools are being withdrawn
-                await supervisor.wait_state(lambda s: s is not ServerState.READY)
+                # its connection just ended: the tools are being withdrawn (the next status
+                # may already be READY again, on a new connection)
+                await supervisor.wait_changed()
                 continue
             await self._registered(supervisor)
             return
@@ -402,8 +403,15 @@ class Runtime:
         supervisor = self._supervisor(server)
         if wait_ready is not None and not supervisor.accepts_calls:
             with trio.move_on_after(wait_ready):
-                await supervisor.wait_state(lambda s: s is ServerState.READY)
+                await self._accepting(supervisor)
         return supervisor.ready_session()
+
+    async def _accepting(self, supervisor: ServerSupervisor) -> None:
+        """Wait until ``supervisor``'s server is READY on a live connection (a server still
+        READY whose connection just ended leaves READY first, then comes back). Only a
+        publication of its status changes whether it accepts calls, so each one is checked."""
+        while not supervisor.accepts_calls:
+            await supervisor.wait_changed()
 
     def _supervisor(self, server: str) -> ServerSupervisor:
         try:

@@ -330,6 +330,10 @@ class ServerSupervisor:
             await self._changed.wait()
         return self._published.state
 
+    async def wait_changed(self) -> None:
+        """Wait for the next publication of the status (whatever the state)."""
+        await self._changed.wait()
+
     def reconnect_now(self) -> None:
         """Ask for a connection attempt now (a parked or reconnecting server stops waiting).
         Coalesced: a request while one is pending is the same request."""

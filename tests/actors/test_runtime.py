@@ -175,9 +175,8 @@ async def test_unknown_tools_and_unready_servers_fail_fast(autojump_clock: Clock
         await trio.sleep(0.5)
         # failing at once is still a checkpoint (trio's rule): a caller retrying in a loop lets
         # the runtime's actors run
-        with trio.testing.assert_checkpoints():
-            with pytest.raises(ToolNotFound, match="no tool named 'mcp_t_x'"):
-                await rt.call("mcp_t_x")
+        with trio.testing.assert_checkpoints(), pytest.raises(ToolNotFound, match="mcp_t_x"):
+            await rt.call("mcp_t_x")
         with trio.testing.assert_checkpoints(), pytest.raises(ServerUnavailable) as info:
             await rt.request("s", "ping")
         assert "server 's' is connecting" in str(info.value)
@@ -213,6 +212,34 @@ async def test_a_call_pending_on_a_server_that_dies_fails_at_once(
         assert trio.current_time() == 5
         assert "mcp_s_slow" not in rt.tools()
         assert rt.status()["s"].state is ServerState.RECONNECTING
+
+
+async def test_a_call_that_may_wait_rides_out_a_connection_that_just_ended(
+    autojump_clock: Clock,
+) -> None:
+    # The connection has ended, the server is still READY (its tools not withdrawn yet): a call
+    # with wait_ready waits for the next connection instead of failing (it once raised
+    # ToolNotFound, the tool being withdrawn while it waited for the registry).
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        await trio.sleep(10)
+        await fake.disconnect()
+        supervisor = rt._supervisors["s"]
+        while supervisor.accepts_calls:  # until the table has taken the end of the connection
+            await trio.lowlevel.checkpoint()
+        assert rt.status()["s"].state is ServerState.READY
+        assert "mcp_s_t" in rt.tools()
+        result = await rt.call("mcp_s_t", {"k": 1}, wait_ready=10)
+        assert result.text == '{"k":1}'
+        assert fake.connect_times == [0, 11]
+        assert trio.current_time() == 11
+        # without waiting, the same moment says what is going on
+        await fake.disconnect()
+        while supervisor.accepts_calls:
+            await trio.lowlevel.checkpoint()
+        with pytest.raises(ServerUnavailable, match="server 's' is reconnecting"):
+            await rt.call("mcp_s_t")
 
 
 async def test_three_drops_in_a_row_are_recovered_with_backoff(autojump_clock: Clock) -> None:

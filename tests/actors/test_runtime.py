@@ -44,6 +44,14 @@ def config(*servers: ServerConfig, **options: Any) -> RuntimeConfig:
     return RuntimeConfig(servers=servers, **options)
 
 
+async def connection_ended(rt: Runtime, server: str) -> None:
+    """Wait until the table of ``server``'s session has taken the end of its connection (its
+    supervisor stops accepting calls), step by step."""
+    supervisor = rt._supervisors[server]
+    while supervisor.accepts_calls:
+        await trio.lowlevel.checkpoint()
+
+
 async def registered(rt: Runtime, name: str) -> None:
     """Wait until ``name`` is in the tool table."""
     while name not in rt.tools():
@@ -225,9 +233,7 @@ async def test_a_call_that_may_wait_rides_out_a_connection_that_just_ended(
         await rt.wait_ready()
         await trio.sleep(10)
         await fake.disconnect()
-        supervisor = rt._supervisors["s"]
-        while supervisor.accepts_calls:  # until the table has taken the end of the connection
-            await trio.lowlevel.checkpoint()
+        await connection_ended(rt, "s")
         assert rt.status()["s"].state is ServerState.READY
         assert "mcp_s_t" in rt.tools()
         result = await rt.call("mcp_s_t", {"k": 1}, wait_ready=10)
@@ -236,8 +242,7 @@ async def test_a_call_that_may_wait_rides_out_a_connection_that_just_ended(
         assert trio.current_time() == 11
         # without waiting, the same moment says what is going on
         await fake.disconnect()
-        while supervisor.accepts_calls:
-            await trio.lowlevel.checkpoint()
+        await connection_ended(rt, "s")
         with pytest.raises(ServerUnavailable, match="server 's' is reconnecting"):
             await rt.call("mcp_s_t")
 

@@ -8,6 +8,8 @@ module (in parallel: importing ``mcp`` is slow) from a sync fixture, and always 
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -171,16 +173,20 @@ async def test_a_call_in_flight_when_the_session_ends_fails_alone(
     async with ready(server_config(server.url("/mcp"))) as rt:
         caught: list[BaseException] = []
 
+        tag = f"in-flight-{mode}-{os.getpid()}"
+
         async def in_flight() -> None:
             try:
-                await rt.call("mcp_py_slow", {"seconds": 5})
+                await rt.call("mcp_py_slow", {"seconds": 5, "tag": tag})
             except (ServerDisconnected, HttpStatusError) as exc:
                 caught.append(exc)
 
         with trio.fail_after(BOUND):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(in_flight)
-                await trio.sleep(0.5)
+                # the server is serving the call (its log has no event to wait on: polled)
+                while f"slow started {tag}" not in server.tail(50):  # noqa: ASYNC110
+                    await trio.sleep(0.02)
                 await _expire(server)
             [error] = caught
             if mode == "sse":

@@ -48,8 +48,11 @@ def echo(text: str) -> str:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep ``seconds``, then say so."""
+async def slow(seconds: float, tag: str = "") -> str:
+    """Sleep ``seconds``, then say so. With a ``tag``, first log ``slow started <tag>`` on
+    stderr (a test waits for that line to know that the call is being served)."""
+    if tag:
+        print(f"slow started {tag}", file=sys.stderr, flush=True)
     await anyio.sleep(seconds)
     return f"slept {seconds}"
 

@@ -9,7 +9,6 @@ module (in parallel: importing ``mcp`` is slow) from a sync fixture, and always 
 from __future__ import annotations
 
 import os
-
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path

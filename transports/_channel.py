@@ -101,8 +101,21 @@ class ByteChannel(Generic[T]):
         :meth:`close_receiver`."""
         self._check_send()
         if self._senders or not self._has_room(size):
+            self._wake_receiver()  # full of items it was not woken for (deferred)
             raise trio.WouldBlock
         self._put(item, size)
+
+    def defer_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
+        """:meth:`send_nowait` without waking the receiver: the item waits, in its place, until
+        the receiver takes items again for another reason (the next item sent, the end, or a
+        timer of its own). For an item that only matters once something else arrives, which
+        saves the receiver a wake-up of its own. Raises like :meth:`send_nowait`."""
+        self._check_send()
+        if self._senders or not self._has_room(size):
+            self._wake_receiver()
+            raise trio.WouldBlock
+        self._items.append((item, size))
+        self._held += size
 
     async def send(self, item: T, size: int = ITEM_OVERHEAD) -> None:
         """Put ``item``, waiting for room in line with the other waiting senders. A
@@ -116,6 +129,7 @@ class ByteChannel(Generic[T]):
             return
         sender = _Sender(task=trio.lowlevel.current_task(), item=item, size=size)
         self._senders.append(sender)
+        self._wake_receiver()  # full of items it was not woken for (deferred)
 
         def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
             self._senders.remove(sender)
@@ -134,6 +148,12 @@ class ByteChannel(Generic[T]):
         self._held += size
         task = self._receiver
         if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
+
+    def _wake_receiver(self) -> None:
+        task = self._receiver
+        if task is not None and self._items:
             self._receiver = None
             trio.lowlevel.reschedule(task)
 
@@ -192,11 +212,8 @@ class ByteChannel(Generic[T]):
         if self._receiving:
             raise RuntimeError("another task is already receiving from this channel")
         await trio.lowlevel.checkpoint_if_cancelled()
-        try:
+        if self._items or self._closed or self._receiver_closed:  # no need to wait
             item = self.receive_nowait()
-        except trio.WouldBlock:
-            pass
-        else:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return item
         self._receiving = True

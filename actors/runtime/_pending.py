@@ -328,6 +328,15 @@ class PendingCalls:
         self._log = logging.getLogger(f"trio_mcp.server.{self.server}")
 
     @property
+    def armed_until(self) -> float:
+        """When the table's timer will wake it at the latest (``-inf`` while it is not
+        waiting). An :class:`Expect` whose deadline is no earlier can be put into the mailbox
+        without waking the table (:meth:`ByteChannel.defer_nowait`): the table takes it, in
+        order, when its answer arrives or when the timer fires, whichever comes first."""
+        timer = self._timer
+        return timer.deadline if timer is not None else -_INF
+
+    @property
     def ended(self) -> bool:
         """Whether the connection has ended (published by the table's task, read by anyone)."""
         return self._ended is not None
@@ -377,12 +386,8 @@ class PendingCalls:
         """Handle every item that is ready now (at most the mailbox's byte budget: senders do
         not run while this does), then fail the calls whose deadline passed meanwhile."""
         mailbox = self.mailbox
-        while self._ended is None:
-            try:
-                item = mailbox.receive_nowait()
-            except trio.WouldBlock:
-                break
-            self._handle(item)
+        while mailbox and self._ended is None:
+            self._handle(mailbox.receive_nowait())
         if self._deadlines and self._deadlines[0][0] <= trio.current_time():
             self._expire(trio.current_time())
 
@@ -659,15 +664,18 @@ class PendingCalls:
         if self._ended is not None:
             return
         self._ended = error
-        self.mailbox.close_receiver()  # callers that still send learn it at once
+        # What was never taken (the connection torn down from outside): its Expects' callers
+        # wait too. Then callers that still send learn at once that it is over.
+        waiters = [entry.waiter for entry in self._entries.values()]
+        waiters.extend(item.waiter for item in self.mailbox.drain() if isinstance(item, Expect))
+        self.mailbox.close_receiver()
         self._conn.connection_lost()
-        entries = list(self._entries.values())
         self._entries.clear()
         self._tokens.clear()
         self._deadlines.clear()
-        for entry in entries:
-            entry.waiter.resolve(outcome.Error(self._disconnected(entry.waiter, error)))
-        self._failed_total += len(entries)
+        for waiter in waiters:
+            waiter.resolve(outcome.Error(self._disconnected(waiter, error)))
+        self._failed_total += len(waiters)
         if tell:
             with contextlib.suppress(
                 trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError

@@ -375,9 +375,14 @@ class Session:
             reset_timeout=timeout if progress_resets_timeout else None,
             hard_deadline=hard_deadline,
         )
+        table = self._table
+        assert table is not None, "the session has not started"
         try:
             try:
-                self.mailbox.send_nowait(expect, ITEM_OVERHEAD)
+                if deadline >= table.armed_until:  # the table takes it by then: no wake-up
+                    self.mailbox.defer_nowait(expect, ITEM_OVERHEAD)
+                else:
+                    self.mailbox.send_nowait(expect, ITEM_OVERHEAD)
             except trio.WouldBlock:
                 await self.mailbox.send(expect, ITEM_OVERHEAD)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -149,12 +149,18 @@ class Harness:
         method: str = "tools/call",
         *,
         on_progress: Callable[[ProgressNotificationParams], Awaitable[None] | None] | None = None,
+        defer: bool = False,
         **expect: Any,
     ) -> Waiter:
         """What a session's caller does: an Expect into the mailbox, then wait (in a task of
-        its own, recording how the call ended)."""
+        its own, recording how the call ended). ``defer``: as a session does, without waking
+        the table when its timer is set no later than the call's deadline."""
         waiter = Waiter(request_id, method)
-        self.put(Expect(request_id=request_id, method=method, waiter=waiter, **expect))
+        item = Expect(request_id=request_id, method=method, waiter=waiter, **expect)
+        if defer and item.deadline >= self.table.armed_until:
+            self.mailbox.defer_nowait(item, item_size(item))
+        else:
+            self.put(item)
 
         async def wait() -> None:
             result = await outcome.acapture(waiter.wait, on_progress)
@@ -535,6 +541,49 @@ async def test_an_earlier_deadline_shortens_the_wait(
         nursery.cancel_scope.cancel()
 
 
+async def test_an_expect_put_without_a_wake_up_still_times_out_at_its_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery)
+        assert h.table.armed_until == INF  # nothing to time: any deadline can wait
+        h.call(1, deadline=10.0, defer=True)  # a wake-up: the timer must be set
+        await settle()
+        assert h.table.armed_until == 10.0
+        wakeups = h.stats().wakeups_total
+        h.call(2, deadline=25.0, defer=True)  # no earlier than the timer: no wake-up
+        h.call(3, defer=True)
+        await settle()
+        assert h.stats().wakeups_total == wakeups
+        assert len(h.mailbox) == 2
+        await trio.sleep(30)
+        # the timer (10) took them in; each one timed out at its own deadline
+        assert (h.finished[1].at, h.finished[2].at) == (10.0, 25.0)
+        assert 3 not in h.finished
+        assert h.stats().outstanding == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_sequential_calls_wake_the_table_once_each(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The Expect of a call waits in the mailbox for its answer: one wake-up per call.
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery)
+        h.call(0, deadline=100.0, defer=True)
+        h.put(answer(0))
+        await settle()
+        before = h.stats().wakeups_total
+        for i in range(1, 11):
+            h.call(i, deadline=100.0 + i, defer=True)
+            await settle()
+            h.put(answer(i, {"n": i}))
+            await settle()
+            assert h.value(i) == {"n": i}
+        assert h.stats().wakeups_total - before == 10
+        nursery.cancel_scope.cancel()
+
+
 async def test_an_answer_before_the_deadline_wins(autojump_clock: trio.testing.MockClock) -> None:
     async with trio.open_nursery() as nursery:
         h = await start(nursery)
@@ -837,6 +886,27 @@ async def test_a_full_loss_sink_does_not_stop_the_end() -> None:
         await settle()
         assert isinstance(h.failure(1), ServerDisconnected)
         assert len(h.ended) == 1
+
+
+async def test_a_table_torn_down_fails_the_expects_it_never_took(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as nursery:
+            h = await start(nursery)
+            h.nursery = outer
+            h.call(1, deadline=50.0, defer=True)
+            await settle()
+            h.call(2, deadline=60.0, defer=True)  # waits in the mailbox, not taken yet
+            await settle()
+            assert len(h.mailbox) == 1
+            nursery.cancel_scope.cancel()
+        await settle()
+        for i in (1, 2):
+            failure = h.failure(i)
+            assert isinstance(failure, ServerDisconnected)
+            assert h.finished[i].at == 0.0
+        assert h.stats().failed_total == 2
 
 
 async def test_cancelling_the_table_fails_every_waiter_without_telling_the_loss(

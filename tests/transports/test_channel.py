@@ -252,6 +252,87 @@ async def test_receive_waits_for_an_item() -> None:
     assert not channel.statistics().receiver_waiting
 
 
+async def _waiting_receiver(
+    nursery: trio.Nursery, channel: ByteChannel[str], got: list[str]
+) -> None:
+    """Start a task that receives one item into ``got``, and let it wait."""
+
+    async def receiver() -> None:
+        got.append(await channel.receive())
+
+    nursery.start_soon(receiver)
+    await trio.testing.wait_all_tasks_blocked()
+    assert channel.statistics().receiver_waiting
+
+
+async def test_a_deferred_item_waits_for_the_next_wake_up_and_keeps_its_place() -> None:
+    channel = ByteChannel[str](max_bytes=10)
+    got: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await _waiting_receiver(nursery, channel, got)
+        channel.defer_nowait("expect", 1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == []  # not woken
+        assert channel.statistics().receiver_waiting
+        assert channel.statistics().items == 1
+        channel.send_nowait("answer", 1)
+    assert got == ["expect"]  # woken by the next item, it takes the deferred one first
+    assert _received_now(channel) == ["answer"]
+
+
+async def test_close_wakes_a_receiver_for_its_deferred_items() -> None:
+    channel = ByteChannel[str](max_bytes=10)
+    got: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await _waiting_receiver(nursery, channel, got)
+        channel.defer_nowait("a", 1)
+        channel.close()
+    assert got == ["a"]
+    with pytest.raises(trio.EndOfChannel):
+        channel.receive_nowait()
+
+
+async def test_a_sender_that_finds_no_room_wakes_a_receiver_for_deferred_items() -> None:
+    # Deferred items fill the channel: a sender waiting for room must not wait for a receiver
+    # that nobody woke (a frame bigger than the budget once waited for a call's timeout).
+    channel = ByteChannel[str](max_bytes=10)
+    got: list[str] = []
+    sent: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await _waiting_receiver(nursery, channel, got)
+        channel.defer_nowait("small", 1)
+        await _start_sender(nursery, channel, "big", 50, sent)
+    assert got == ["small"]
+    assert sent == ["big"]
+    assert _received_now(channel) == ["big"]
+
+
+async def test_send_nowait_refused_for_deferred_items_wakes_the_receiver() -> None:
+    channel = ByteChannel[str](max_bytes=10)
+    got: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await _waiting_receiver(nursery, channel, got)
+        channel.defer_nowait("a", 8)
+        with pytest.raises(trio.WouldBlock):
+            channel.send_nowait("b", 8)
+        with pytest.raises(trio.WouldBlock):
+            channel.defer_nowait("c", 8)
+    assert got == ["a"]
+    channel.send_nowait("b", 8)  # room again
+    assert _received_now(channel) == ["b"]
+
+
+def test_defer_nowait_refuses_like_send_nowait() -> None:
+    channel = ByteChannel[str](max_bytes=10)
+    channel.close()
+    with pytest.raises(trio.ClosedResourceError):
+        channel.defer_nowait("a", 1)
+    broken = ByteChannel[str](max_bytes=10)
+    broken.close_receiver()
+    with pytest.raises(trio.BrokenResourceError):
+        broken.defer_nowait("a", 1)
+
+
 async def test_receive_with_an_item_ready_is_a_checkpoint() -> None:
     channel = ByteChannel[str](max_bytes=10)
     channel.send_nowait("a", 1)

@@ -146,16 +146,25 @@ _END_REPORT_WAIT: Final = 0.5
 _FdStream: Any = getattr(trio.lowlevel, "FdStream", None)
 
 
-async def _write_all(stream: trio.abc.SendStream, data: bytes) -> None:
+async def _write_all(stream: trio.abc.SendStream, data: bytes, fd: int | None = None) -> None:
     """``stream.send_all(data)``, minus the schedule point before the first write on a Unix
-    pipe (trio's FdStream yields before writing even when the pipe has room)."""
-    if _FdStream is None or not isinstance(stream, _FdStream):
-        await stream.send_all(data)
-        return
+    pipe (trio's FdStream yields before writing even when the pipe has room). ``fd``: the
+    stream's descriptor when it is a Unix pipe (``None``: find out)."""
+    if fd is None:
+        if _FdStream is None or not isinstance(stream, _FdStream):
+            await stream.send_all(data)
+            return
+        fd = stream.fileno()
     await trio.lowlevel.checkpoint_if_cancelled()
-    fd = stream.fileno()
+    try:  # the whole of it at once, most of the time
+        sent = os.write(fd, data)
+    except BlockingIOError:
+        sent = 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(str(exc)) from exc
+    if sent == len(data):
+        return
     view = memoryview(data)
-    sent = 0
     try:
         while sent < len(data):
             try:
@@ -168,14 +177,22 @@ async def _write_all(stream: trio.abc.SendStream, data: bytes) -> None:
         view.release()
 
 
-async def _read_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> tuple[bytes, bool]:
+async def _read_some(
+    stream: trio.abc.ReceiveStream, max_bytes: int, *, wait_first: bool = False
+) -> tuple[bytes, bool]:
     """``stream.receive_some(max_bytes)``, minus the schedule point before the first read on a
-    Unix pipe; also says whether the read had to wait (and so gave the event loop away)."""
+    Unix pipe; also says whether the read had to wait (and so gave the event loop away).
+    ``wait_first``: the pipe is most likely empty (the last read did not fill its buffer), so
+    wait until it is readable before trying (a read that fails costs an exception)."""
     if _FdStream is None or not isinstance(stream, _FdStream):
         return bytes(await stream.receive_some(max_bytes)), True
-    await trio.lowlevel.checkpoint_if_cancelled()
     fd = stream.fileno()
-    waited = False
+    if wait_first:
+        await trio.lowlevel.wait_readable(fd)
+        waited = True
+    else:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waited = False
     while True:
         try:
             return os.read(fd, max_bytes), waited
@@ -451,6 +468,8 @@ class StdioTransport:
     _waiter_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
     _stderr_scope: trio.CancelScope = attrs.Factory(lambda: trio.CancelScope(shield=True))
     _closing: bool = False
+    #: stdin's descriptor when it is a Unix pipe (written directly), else None
+    _stdin_fd: int | None = attrs.field(init=False, default=None)
     _returncode: int | None = None
     _send_refused: str | None = None
     _frame_error: FrameTooLarge | None = None
@@ -472,6 +491,8 @@ class StdioTransport:
     def __attrs_post_init__(self) -> None:
         if self._own_inbox is not None:
             self._inbox_reader = InboxReader(self._own_inbox)
+        if _FdStream is not None and isinstance(self._stdin, _FdStream):
+            self._stdin_fd = self._stdin.fileno()
 
     # ------------------------------------------------------------------ public API
 
@@ -758,16 +779,13 @@ class StdioTransport:
                     return
                 batch = [frame]
                 size = len(frame)
-                while len(batch) < _WRITE_BATCH_FRAMES and size < _WRITE_BATCH_BYTES:
-                    try:
-                        frame, _ = outbox.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                        break
+                while outbox and len(batch) < _WRITE_BATCH_FRAMES and size < _WRITE_BATCH_BYTES:
+                    frame, _ = outbox.receive_nowait()
                     batch.append(frame)
                     size += len(frame)
                 batch.append(b"")
                 try:
-                    await _write_all(self._stdin, b"\n".join(batch))
+                    await _write_all(self._stdin, b"\n".join(batch), self._stdin_fd)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     self._send_refused = (
                         f"sending to {self._name} failed: it stopped reading its stdin ({exc}); "
@@ -804,18 +822,20 @@ class StdioTransport:
     async def _pump_stdout(self) -> None:
         framer = self._framer
         waited = True  # whether the reader gave the event loop away since its last read
+        short = False  # whether the last read left room in its buffer (the pipe is empty)
         while True:
-            if not waited:
+            if not waited and not short:
                 # The server keeps writing: let every other task run before the next read.
                 self._reader_yields += 1
                 await trio.lowlevel.checkpoint()
             try:
-                data, waited = await _read_some(self._stdout, _READ_CHUNK)
+                data, waited = await _read_some(self._stdout, _READ_CHUNK, wait_first=short)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 with map_transport_errors(f"reading from {self._name}"):
                     raise
             if not data:
                 break
+            short = len(data) < _READ_CHUNK
             self._peak_buffered = max(self._peak_buffered, framer.buffered + len(data))
             try:
                 frames = framer.feed(data)
@@ -824,8 +844,13 @@ class StdioTransport:
                     await self._put(frame)
                 self._refuse_after_oversized_frame(exc)
                 return
-            for frame in frames:
-                await self._put(frame)
+            sink = self._sink
+            for frame in frames:  # self._put(frame), inline: the hot path
+                try:
+                    sink.send_nowait(frame, len(frame))
+                except trio.WouldBlock:
+                    await sink.send(frame, len(frame))
+                self._frames_received += 1
         last = framer.feed_eof()
         if last is not None:
             await self._put(last)

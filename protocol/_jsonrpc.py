@@ -1027,6 +1027,13 @@ class JsonRpcConnection:
 
     # ------------------------------------------------------------------ the end
 
+    def close(self) -> None:
+        """The connection ended, and whoever waited for its requests is told otherwise: close
+        the machine without listing them (:meth:`connection_lost` lists them). Idempotent."""
+        self._outstanding.clear()
+        self._inbound.clear()
+        self._closed = True
+
     def connection_lost(self) -> list[RequestFailed]:
         """The connection ended: fail every outstanding request and close the machine.
 

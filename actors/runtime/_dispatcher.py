@@ -52,6 +52,8 @@ __all__ = [
 
 #: Items waiting for the dispatcher; past this the table drops notifications (and says so).
 MAILBOX_SIZE: Final = 256
+#: Items handled per wake-up at most (as the table does).
+_DRAIN_LIMIT: Final = 128
 #: Server requests handled at once; more are answered with an error at once.
 MAX_INBOUND_REQUESTS: Final = 32
 
@@ -122,7 +124,9 @@ class Dispatcher:
             mailbox = self._mailbox
             while True:
                 self._handle(await mailbox.receive())
-                while True:
+                # what is ready now, bounded: the rest after a schedule point (the next
+                # receive), so that a flood of notifications holds the event loop briefly
+                for _ in range(_DRAIN_LIMIT - 1):
                     try:
                         item = mailbox.receive_nowait()
                     except trio.WouldBlock:

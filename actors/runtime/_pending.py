@@ -103,6 +103,8 @@ PROGRESS_BACKLOG: Final = 16
 #: the number seen at the last sweep.
 _SWEEP_SLACK: Final = 256
 _INF: Final = float("inf")
+#: Items the table handles per wake-up at most (a flood waits its turn after that many).
+DRAIN_LIMIT: Final = 128
 #: The deadline heap is compacted when it holds more than this many entries beyond twice the
 #: number of waiting calls.
 _HEAP_SLACK: Final = 64
@@ -383,11 +385,15 @@ class PendingCalls:
         raise self._ended
 
     def _drain(self) -> None:
-        """Handle every item that is ready now (at most the mailbox's byte budget: senders do
-        not run while this does), then fail the calls whose deadline passed meanwhile."""
+        """Handle the items that are ready now, at most :data:`DRAIN_LIMIT` of them (what is
+        left is taken after a schedule point: the next ``receive`` finds it at once, and a
+        server that floods its connection holds the event loop for a bounded time), then fail
+        the calls whose deadline passed meanwhile."""
         mailbox = self.mailbox
-        while mailbox and self._ended is None:
+        budget = DRAIN_LIMIT
+        while budget and mailbox and self._ended is None:
             self._handle(mailbox.receive_nowait())
+            budget -= 1
         if self._deadlines and self._deadlines[0][0] <= trio.current_time():
             self._expire(trio.current_time())
 
@@ -669,12 +675,13 @@ class PendingCalls:
         waiters = [entry.waiter for entry in self._entries.values()]
         waiters.extend(item.waiter for item in self.mailbox.drain() if isinstance(item, Expect))
         self.mailbox.close_receiver()
-        self._conn.connection_lost()
+        self._conn.close()
         self._entries.clear()
         self._tokens.clear()
         self._deadlines.clear()
+        reason = _loss_reason(error)
         for waiter in waiters:
-            waiter.resolve(outcome.Error(self._disconnected(waiter, error)))
+            waiter.resolve(outcome.Error(self._disconnected(waiter, error, reason)))
         self._failed_total += len(waiters)
         if tell:
             with contextlib.suppress(
@@ -682,9 +689,12 @@ class PendingCalls:
             ):  # a supervisor that cannot take it hears it from the session's end anyway
                 self.lost.send_nowait(ConnectionLost(generation=self.generation, error=error))
 
-    def _disconnected(self, waiter: Waiter, error: McpError) -> ServerDisconnected:
+    def _disconnected(
+        self, waiter: Waiter, error: McpError, reason: str | None = None
+    ) -> ServerDisconnected:
         sent = waiter.request_id not in self._unsent
-        reason = _loss_reason(error)
+        if reason is None:
+            reason = _loss_reason(error)
         if sent:
             what = "after the request was sent: its outcome is unknown and it is not re-sent"
         else:

@@ -815,6 +815,20 @@ def test_receive_refuses_non_messages() -> None:
         conn.receive(5)  # type: ignore[arg-type]
 
 
+def test_close_ends_the_machine_without_listing_the_requests() -> None:
+    conn = JsonRpcConnection()
+    conn.start_request("initialize")
+    conn.receive(Request(id=1, method="ping"))
+    conn.close()
+    assert conn.closed
+    assert conn.statistics() == ConnectionStatistics(
+        outstanding=0, inbound_in_flight=0, sent_total=1, received_total=1
+    )
+    assert conn.connection_lost() == []
+    conn.close()  # idempotent
+    assert conn.closed
+
+
 def test_connection_lost() -> None:
     conn = JsonRpcConnection()
     conn.start_request("initialize")

@@ -390,7 +390,7 @@ class PendingCalls:
         server that floods its connection holds the event loop for a bounded time), then fail
         the calls whose deadline passed meanwhile."""
         mailbox = self.mailbox
-        budget = DRAIN_LIMIT
+        budget = DRAIN_LIMIT - 1  # the item that woke the table was the first
         while budget and mailbox and self._ended is None:
             self._handle(mailbox.receive_nowait())
             budget -= 1

@@ -22,6 +22,7 @@ import trio
 import trio.testing
 
 from trio_mcp.actors.runtime._pending import (
+    DRAIN_LIMIT,
     PROGRESS_BACKLOG,
     AllowBatches,
     ConnectionLost,
@@ -1085,6 +1086,36 @@ async def test_a_flood_is_handled_in_bounded_batches_and_others_get_to_run() -> 
         assert h.stats().wakeups_total >= count // (budget // size)
         # and another task ran again and again while the flood went on
         assert len([t for t in ticks if 0 < t < count]) > 10
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_full_mailbox_is_taken_at_most_drain_limit_items_per_wake_up() -> None:
+    # The mailbox holds far more than DRAIN_LIMIT items: the table takes them in bounded
+    # steps, and another task runs between two steps.
+    count = DRAIN_LIMIT * 4 + 10
+    notice = frame({"jsonrpc": "2.0", "method": "notifications/x"})
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery, max_bytes=count * len(notice) + 1024)
+        per_wakeup: dict[int, int] = {}
+        h.dispatch.on_item = lambda _: per_wakeup.__setitem__(
+            h.stats().wakeups_total, per_wakeup.get(h.stats().wakeups_total, 0) + 1
+        )
+        seen: list[int] = []
+
+        async def other_task() -> None:
+            while h.stats().frames_total < count:
+                seen.append(h.stats().frames_total)
+                await trio.lowlevel.checkpoint()
+
+        for _ in range(count):
+            h.mailbox.defer_nowait(notice, len(notice))  # all there before the table wakes
+        nursery.start_soon(other_task)
+        h.put(AllowBatches())  # the wake-up
+        await settle()
+        assert h.stats().frames_total == count
+        assert sorted(per_wakeup.values(), reverse=True)[:4] == [DRAIN_LIMIT] * 4
+        # the other task saw the table part-way, more than once
+        assert len({n for n in seen if 0 < n < count}) >= 3
         nursery.cancel_scope.cancel()
 
 

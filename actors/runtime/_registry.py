@@ -27,7 +27,7 @@ clashes with one of the host's built-in tools is refused.
 
 from __future__ import annotations
 
-from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
 from typing import Final, Protocol, TypeAlias
@@ -35,6 +35,7 @@ from typing import Final, Protocol, TypeAlias
 import attrs
 import trio
 
+from ...protocol._methods import _stores_only
 from ...protocol._types import Tool
 from ._naming import registered_name
 
@@ -69,6 +70,38 @@ class RegisteredTool:
     def wire_name(self) -> str:
         """The server's own name for the tool (what goes into ``tools/call``)."""
         return self.tool.name
+
+
+_REGISTERED_FIELDS: Final = ("name", "server", "tool", "generation")
+
+
+def _registered_maker() -> Callable[[str, str, Tool, int], RegisteredTool]:
+    """``RegisteredTool(name=, server=, tool=, generation=)``, positionally and faster: a
+    listing makes one per tool, and attrs' ``__init__`` of a frozen class stores each field
+    through a bound ``object.__setattr__`` (twice the cost); this stores them with the slots'
+    own descriptors, which is all that ``__init__`` does here (checked when the module loads,
+    as for ``Tool``; if it ever does more, this is ``RegisteredTool`` itself)."""
+    cls = RegisteredTool
+    if not _stores_only(cls, _REGISTERED_FIELDS):  # pragma: no cover - plain today
+        return lambda name, server, tool, generation: cls(
+            name=name, server=server, tool=tool, generation=generation
+        )
+    new = object.__new__
+    slots = vars(cls)
+    s_name, s_server, s_tool, s_generation = (slots[f].__set__ for f in _REGISTERED_FIELDS)
+
+    def make(name: str, server: str, tool: Tool, generation: int) -> RegisteredTool:
+        entry: RegisteredTool = new(cls)
+        s_name(entry, name)
+        s_server(entry, server)
+        s_tool(entry, tool)
+        s_generation(entry, generation)
+        return entry
+
+    return make
+
+
+_registered = _registered_maker()
 
 
 @attrs.frozen(kw_only=True)
@@ -435,7 +468,7 @@ class ToolTable:
         for name, tool in named.items():
             before = old.get(name)
             if before is None:
-                entry = RegisteredTool(name=name, server=server, tool=tool, generation=generation)
+                entry = _registered(name, server, tool, generation)
                 candidates[name] = entry
                 claimants = claims.get(name)
                 if claimants is None:  # nobody else wants the name
@@ -459,7 +492,7 @@ class ToolTable:
                 if len(claims[name]) > 1:
                     all_registered = False
                 continue
-            entry = RegisteredTool(name=name, server=server, tool=tool, generation=generation)
+            entry = _registered(name, server, tool, generation)
             candidates[name] = entry
             if len(claims[name]) > 1:  # still a clash: not in the table either way
                 all_registered = False
@@ -548,9 +581,7 @@ class ToolTable:
                     continue
             else:
                 changed.append(name)
-            candidates[name] = RegisteredTool(
-                name=name, server=server, tool=tool, generation=generation
-            )
+            candidates[name] = _registered(name, server, tool, generation)
             fresh += 1
         self._candidates[server] = self._parts[server] = candidates
         self._snapshot = None  # even with no change: the server may have reordered its tools

@@ -9,6 +9,8 @@ Against the real echo peer (``stdio_peer.py``) and the real clock: every wait is
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -162,6 +164,49 @@ async def test_stderr_lines_never_hold_up_frames() -> None:
         assert json.loads(await next_frame(sink)) == {"flooded": flood}
         assert await next_frame(sink) == b"after the flood"
         assert t.statistics().stderr_lines_dropped > 0
+
+
+@pytest.mark.parametrize("bind", MODES)
+async def test_aclose_ends_the_sink_while_the_end_waits_for_room(bind: bool) -> None:
+    # The sink is full (one frame); the server exits, and the reader waits for room to put the
+    # end. aclose cancels that wait: the sink is closed all the same, so its receiver takes the
+    # frame and then the end of the channel (there was never room for the ConnectionEnded).
+    sink = Sink(max_bytes=1)
+    async with with_sink(peer(bind_to_host=bind), sink) as t:
+        await t.send(b"held")
+        await t.send(b'{"peer":"exit","code":0}')
+        await wait_until(lambda: sink.statistics().senders_waiting == 1)  # the reader's end
+        await t.aclose()
+        with trio.fail_after(5):
+            items = await rest(sink)
+        assert without_stderr(items) == [b"held"]
+    assert t.returncode == 0
+
+
+async def test_room_made_while_aclose_runs_still_lets_the_end_in() -> None:
+    # The reader waits for room to put the end (stdout is closed; the server lingers); aclose
+    # starts and waits for the server to exit. Room made meanwhile takes the end in: the
+    # receiver gets the ConnectionEnded, not just the close.
+    sink = Sink(max_bytes=1)
+    params = peer("--linger", close_grace=30.0)
+    async with with_sink(params, sink, guard=30) as t:
+        await t.send(b"held")
+        await t.send(b'{"peer":"close-stdout"}')
+        await wait_until(lambda: sink.statistics().senders_waiting == 1)  # the reader's end
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(t.aclose)
+            await trio.testing.wait_all_tasks_blocked()  # aclose waits for the server to exit
+            with trio.fail_after(5):
+                items = without_stderr(await rest(sink))
+            os.kill(t.pid, signal.SIGKILL)  # let aclose finish
+    assert items[0] == b"held"
+    assert len(items) == 2
+    end = items[1]
+    assert isinstance(end, ConnectionEnded)
+    assert str(end.error).endswith(
+        "closed its stdout and is still running; it wrote nothing to stderr"
+    )
+    assert t.statistics().signals_sent == ()
 
 
 # --------------------------------------------------------------------------- the reader

@@ -35,7 +35,6 @@ from cancellation and bounded by the three graces plus 0.5 s to collect the last
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import os
@@ -480,11 +479,12 @@ class StdioTransport:
     _peak_buffered: int = 0
     _reader_yields: int = 0
     _stderr_dropped: int = 0
-    #: stdout has ended: every frame is in the sink, or the reader is putting the last ones.
+    #: stdout has ended and the reader has put every frame into the sink.
     _stdout_ended: bool = False
     #: Set once ``_end_message`` is known after stdout ended with the exit status.
     _end_known: trio.Event = attrs.Factory(trio.Event)
-    #: The sink has the ConnectionEnded item (or is closed).
+    #: The end is settled: the sink has the ConnectionEnded item, or the reader waits for room
+    #: to put it (and closes the sink either way), or the sink is closed.
     _end_told: bool = False
     _signals_sent: list[str] = attrs.Factory(list)
 
@@ -669,10 +669,12 @@ class StdioTransport:
         return ConnectionEnded(error=error, unsent=unsent)
 
     def _end_now(self, error: McpError, *, force: bool = False) -> None:
-        """Put :class:`ConnectionEnded` into the sink now and close it, if the sink has room
-        (a full sink, or the reader still putting its last frames, leaves it to the reader,
-        which waits for room); with ``force`` (closing) the sink is closed either way. Sync,
-        once."""
+        """Put :class:`ConnectionEnded` into the sink now and close it, if the sink has room;
+        a full sink leaves it to the reader, which waits for room (without ``force`` this is
+        called only once stdout has ended: the reader has put every frame). With ``force``
+        (closing) the sink is closed either way, also on a reader still putting frames; a
+        reader already waiting to put the end keeps waiting until :meth:`aclose` cancels it,
+        and closes the sink then (:meth:`_end_waiting`). Sync, once."""
         if self._end_told:
             return
         try:
@@ -686,14 +688,21 @@ class StdioTransport:
         self._sink.close()
 
     async def _end_waiting(self) -> None:
-        """The reader's last act: put the end into the sink, waiting for room."""
+        """The reader's last act: put the end into the sink, waiting for room, and close it.
+
+        The sink is closed however the wait ends: :meth:`aclose` leaves the end to this wait
+        (room made meanwhile still lets the end in) and then cancels it, and a receiver must
+        see the end of the channel then, without the item there was no room for."""
         if self._end_told:
             return
         item = self._ended_item(self._end_error())
         self._end_told = True
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        try:
             await self._sink.send(item)
-        self._sink.close()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # nobody receives any more
+        finally:
+            self._sink.close()
 
     async def _shut_down(self) -> None:
         params = self._params

@@ -115,7 +115,9 @@ class MemoryTransport:
 
     async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """Hand one frame to the peer, waiting while the peer's channel is full. Raises
-        :class:`TransportClosed` when either end is closed (before or while waiting)."""
+        :class:`TransportClosed` when either end is closed before the frame was taken in (the
+        frame was not sent); a send whose frame was taken in returns, even if an end closed
+        before it resumed."""
         try:
             peer = self._check()
         except TransportClosed:
@@ -128,8 +130,6 @@ class MemoryTransport:
             if self._closed:  # closed here while this send waited for room
                 raise self._closed_here("send") from None
             raise self._closed_there("send") from None
-        if self._closed:
-            raise self._closed_here("send")
         self._sent += 1
 
     async def receive(self) -> bytes:

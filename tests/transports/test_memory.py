@@ -208,6 +208,34 @@ async def test_a_sender_blocked_on_a_full_channel_fails_when_its_own_end_closes(
         await server.receive()
 
 
+async def test_a_send_whose_frame_was_taken_returns_though_its_end_closed_meanwhile() -> None:
+    # TransportClosed from send means the frame was not sent (safe to retry). A frame taken in
+    # while its send waited was sent, even when the end closes before the send resumes.
+    sink = ByteChannel[Inbound](max_bytes=1)
+    _client, server = memory_transport_pair(client_sink=sink)
+    server.send_nowait(b"1")
+    outcomes: list[object] = []
+
+    async def sender() -> None:
+        try:
+            await server.send(b"2")
+        except TransportClosed as exc:
+            outcomes.append(exc)
+        else:
+            outcomes.append("sent")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sender)
+        await trio.testing.wait_all_tasks_blocked()
+        assert sink.receive_nowait() == b"1"  # room: the waiting frame goes in
+        await server.aclose()  # before the sender resumes
+    assert outcomes == ["sent"]
+    assert server.statistics().sent == 2
+    assert sink.receive_nowait() == b"2"
+    with pytest.raises(trio.EndOfChannel):  # the sink was full: the close alone
+        sink.receive_nowait()
+
+
 async def test_statistics_count_frames() -> None:
     client, server = memory_transport_pair()
     assert client.statistics() == MemoryTransportStatistics(

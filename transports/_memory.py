@@ -48,13 +48,6 @@ class MemoryTransportStatistics:
 
 
 @attrs.define(eq=False)
-class _Link:
-    """The state the two ends share: whether the connection is over, and why."""
-
-    ended: str | None = None
-
-
-@attrs.define(eq=False)
 class MemoryTransport:
     """One end of an in-memory, message-level connection. Build pairs with
     :func:`memory_transport_pair`; see :class:`~trio_mcp.transports.Transport` for the
@@ -62,7 +55,6 @@ class MemoryTransport:
 
     _sink: FrameSink
     _info: TransportInfo
-    _link: _Link
     _own_inbox: ByteChannel[Inbound] | None = None
     _peer: MemoryTransport | None = attrs.field(default=None, init=False)
     _closed: bool = attrs.field(default=False, init=False)
@@ -98,7 +90,7 @@ class MemoryTransport:
         if self._closed:
             raise self._closed_here("send")
         peer = self._peer
-        if peer is None or self._link.ended is not None:
+        if peer is None or peer._closed:
             raise self._closed_there("send")
         return peer
 
@@ -155,12 +147,9 @@ class MemoryTransport:
         closing itself is synchronous, so it happens even when the caller is cancelled."""
         if not self._closed:
             self._closed = True
-            first = self._link.ended is None
-            if first:
-                self._link.ended = "closed"
-            self._end(self, TransportClosed(self._closed_here("use").args[0]))
+            self._end(self, self._closed_here("use"))
             peer = self._peer
-            if peer is not None and first:
+            if peer is not None and not peer._closed:  # else the peer has ended its own sink
                 self._end(peer, peer._closed_there("receive"))
         await trio.lowlevel.checkpoint()
 
@@ -199,11 +188,9 @@ def memory_transport_pair(
     always has its own inbox of ``max_bytes``. ``label`` names the pair in
     :attr:`MemoryTransport.info` and in error messages.
 
-    Raises :class:`ValueError` when ``max_bytes`` is not an integer >= 1.
+    Raises like :class:`~trio_mcp.transports._channel.ByteChannel` when ``max_bytes`` is not an
+    integer >= 1: :class:`TypeError` for a non-integer, :class:`ValueError` below 1.
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        raise ValueError(f"max_bytes must be an integer >= 1, got {max_bytes!r}")
-    link = _Link()
     client_inbox: ByteChannel[Inbound] | None = None
     if client_sink is None:
         client_inbox = open_inbox(max_bytes)
@@ -214,13 +201,11 @@ def memory_transport_pair(
     client = MemoryTransport(
         sink,
         TransportInfo(kind="memory", detail=f"client end of {label}"),
-        link,
         client_inbox,
     )
     server = MemoryTransport(
         server_inbox,
         TransportInfo(kind="memory", detail=f"server end of {label}"),
-        link,
         server_inbox,
     )
     client._peer = server

@@ -262,10 +262,24 @@ async def test_statistics_count_frames() -> None:
     )
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "8"])
-def test_max_bytes_must_be_a_positive_integer(bad: object) -> None:
-    with pytest.raises(ValueError, match=r"^max_bytes must be an integer >= 1, got "):
-        memory_transport_pair(max_bytes=bad)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (0, ValueError, "max_bytes must be at least 1, got 0"),
+        (-1, ValueError, "max_bytes must be at least 1, got -1"),
+        (1.5, TypeError, "max_bytes must be an int, got 1.5"),
+        (True, TypeError, "max_bytes must be an int, got True"),
+        ("8", TypeError, "max_bytes must be an int, got '8'"),
+    ],
+)
+def test_max_bytes_must_be_a_positive_integer(
+    bad: object, error: type[Exception], message: str
+) -> None:
+    # As the channels it sizes say (ByteChannel checks it), with or without a client sink.
+    for client_sink in (None, ByteChannel[Inbound]()):
+        with pytest.raises(error) as info:
+            memory_transport_pair(max_bytes=bad, client_sink=client_sink)  # type: ignore[arg-type]
+        assert str(info.value) == message
 
 
 async def test_operations_are_checkpoints_even_when_closed() -> None:

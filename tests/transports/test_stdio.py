@@ -440,7 +440,7 @@ async def test_crash_reports_exit_code_and_stderr_tail() -> None:
 @pytest.mark.parametrize("bind", MODES)
 async def test_killed_server_reports_the_signal_and_is_reaped(bind: bool) -> None:
     async with running(peer(bind_to_host=bind)) as t:
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
         await t.send(b'{"peer":"signal","signum":9}')
         with pytest.raises(TransportClosed) as info:
             await t.receive()
@@ -448,8 +448,8 @@ async def test_killed_server_reports_the_signal_and_is_reaped(bind: bool) -> Non
         assert t.returncode == -9
         # Its end is reported while it is a zombie still (the launcher keeps its group id
         # until this process has read the status); it is reaped soon after, without aclose().
-        assert dead(t.pid, started[t.pid])
-        await wait_until(lambda: all(reaped(pid, s) for pid, s in started.items()))
+        assert dead(t.pid, started)
+        await wait_until(lambda: reaped(t.pid, started))
     assert t.statistics().signals_sent == ()
 
 
@@ -549,30 +549,30 @@ async def test_custom_frame_limit() -> None:
 @pytest.mark.parametrize("bind", MODES)
 async def test_server_exiting_on_stdin_eof_needs_no_signal(bind: bool) -> None:
     async with running(peer(bind_to_host=bind)) as t:
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
     assert t.returncode == 0
     assert t.statistics().signals_sent == ()
-    assert all(reaped(pid, s) for pid, s in started.items())
+    assert reaped(t.pid, started)
 
 
 @needs_proc
 @pytest.mark.parametrize("bind", MODES)
 async def test_lingering_server_gets_sigterm(bind: bool) -> None:
     async with running(peer("--linger", bind_to_host=bind)) as t:
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
     assert t.statistics().signals_sent == ("SIGTERM",)
     assert t.returncode == -signal.SIGTERM
-    assert all(reaped(pid, s) for pid, s in started.items())
+    assert reaped(t.pid, started)
 
 
 @needs_proc
 @pytest.mark.parametrize("bind", MODES)
 async def test_server_ignoring_sigterm_gets_sigkill(bind: bool) -> None:
     async with running(peer("--linger", "--ignore-sigterm", bind_to_host=bind)) as t:
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
     assert t.statistics().signals_sent == ("SIGTERM", "SIGKILL")
     assert t.returncode == -signal.SIGKILL
-    assert all(reaped(pid, s) for pid, s in started.items())
+    assert reaped(t.pid, started)
 
 
 @needs_proc
@@ -582,10 +582,10 @@ async def test_grandchild_is_killed_by_aclose(bind: bool) -> None:
         grandchild = (await ask(t, {"peer": "spawn"}))["pid"]
         gc_started = start_time(grandchild)
         assert os.getpgid(grandchild) == t.pgid
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
         await t.aclose()
         assert t.returncode == 0
-        assert all(reaped(pid, s) for pid, s in started.items())
+        assert reaped(t.pid, started)
         await wait_until(lambda: dead(grandchild, gc_started))
 
 
@@ -719,28 +719,28 @@ async def test_leaving_the_block_while_the_server_is_busy() -> None:
     async with running(peer("--ignore-sigterm")) as t:
         await t.send(b'{"peer":"sleep","seconds":30}')
         await wait_until(lambda: t.statistics().frames_sent == 1)  # written, not just queued
-        started = {pid: start_time(pid) for pid in {t.pid, t.pgid}}
+        started = start_time(t.pid)
     assert t.statistics().signals_sent == ("SIGTERM", "SIGKILL")
-    assert all(reaped(pid, s) for pid, s in started.items())
+    assert reaped(t.pid, started)
 
 
 @needs_proc
 @pytest.mark.parametrize("bind", MODES)
 async def test_outer_cancellation_still_shuts_down(bind: bool) -> None:
-    pids: dict[int, int] = {}
+    started: int | None = None
     transport: StdioTransport | None = None
     with trio.move_on_after(0.5) as scope:
         async with open_stdio_transport(
             peer("--linger", "--ignore-sigterm", bind_to_host=bind)
         ) as t:
             transport = t
-            pids.update({pid: start_time(pid) for pid in {t.pid, t.pgid}})
+            started = start_time(t.pid)
             await trio.sleep_forever()
     assert scope.cancelled_caught
-    assert transport is not None
+    assert transport is not None and started is not None
     assert transport.statistics().signals_sent == ("SIGTERM", "SIGKILL")
     assert transport.returncode == -signal.SIGKILL
-    assert all(reaped(pid, s) for pid, s in pids.items())
+    assert reaped(transport.pid, started)
 
 
 async def test_exception_in_the_block_comes_out_unwrapped() -> None:

@@ -452,7 +452,6 @@ class StdioTransport:
     _stdout: trio.abc.ReceiveStream
     _stderr: trio.abc.ReceiveStream
     _status: trio.abc.ReceiveStream | None
-    _pid: int
     _sink: FrameSink
     _framer: NdjsonFramer
     _stderr_tail: _StderrTail
@@ -499,12 +498,14 @@ class StdioTransport:
     @property
     def info(self) -> TransportInfo:
         """``stdio`` and the command with the server's pid."""
-        return TransportInfo(kind="stdio", detail=f"{self._params.command} (pid {self._pid})")
+        return TransportInfo(
+            kind="stdio", detail=f"{self._params.command} (pid {self._process.pid})"
+        )
 
     @property
     def pid(self) -> int:
         """The server's process id (not the launcher's)."""
-        return self._pid
+        return self._process.pid
 
     @property
     def pgid(self) -> int:
@@ -531,7 +532,7 @@ class StdioTransport:
     def statistics(self) -> StdioStatistics:
         """A snapshot of counters and state (see :class:`StdioStatistics`)."""
         return StdioStatistics(
-            pid=self._pid,
+            pid=self._process.pid,
             pgid=self._process.pid,
             bound_to_host=self.bound_to_host,
             returncode=self._returncode,
@@ -625,7 +626,7 @@ class StdioTransport:
 
     @property
     def _name(self) -> str:
-        return f"stdio server {self._params.command!r} (pid {self._pid})"
+        return f"stdio server {self._params.command!r} (pid {self._process.pid})"
 
     def _check_can_send(self) -> None:
         if self._closing or self._end_told or self._send_refused is not None:
@@ -1017,7 +1018,6 @@ class _Spawned:
     stderr: trio.abc.ReceiveStream
     #: The launcher's status pipe (None for a direct child).
     status: trio.abc.ReceiveStream | None
-    pid: int
 
 
 def _spawn_error(params: StdioParameters, exc: OSError) -> ConnectError:
@@ -1072,7 +1072,6 @@ async def _spawn(params: StdioParameters) -> _Spawned:
         stdout=process.stdout,
         stderr=process.stderr,
         status=None,
-        pid=process.pid,
     )
 
 
@@ -1109,7 +1108,6 @@ async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spaw
         stdout=launch.stdout,
         stderr=launch.stderr,
         status=launch.status,
-        pid=process.pid,
     )
 
 
@@ -1217,7 +1215,6 @@ async def open_stdio_transport(
             stdout=spawned.stdout,
             stderr=spawned.stderr,
             status=spawned.status,
-            pid=spawned.pid,
             sink=sink,
             framer=NdjsonFramer(max_frame_bytes=params.max_frame_bytes),
             stderr_tail=tail,

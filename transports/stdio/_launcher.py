@@ -5,7 +5,7 @@ started on first use, that starts every stdio server bound to the host.
 ends of the server's stdin, stdout and stderr, the start pipe (the server's pid, then whether it
 could exec), the status pipe (``exit <code>`` or ``signal <n>``: the stdio transport reads it)
 and a :class:`LaunchedServer`, which stands in for :class:`trio.Process`: ``pid``,
-``returncode``, ``wait()``, ``kill()``, ``terminate()``.
+``returncode``, ``wait()``, ``kill()``.
 
 The launcher is the servers' parent, not the host: it sweeps and reaps them. It reports each
 exit on the server's *reap socket* too; :meth:`LaunchedServer.wait` reads that line, then shuts
@@ -247,10 +247,6 @@ class LaunchedServer:
         """SIGKILL the server's process group (the launcher reaps the server). A no-op once the
         exit status is known."""
         self._signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        """SIGTERM the server's process group. A no-op once the exit status is known."""
-        self._signal(signal.SIGTERM)
 
     def close(self) -> None:
         """Release the reap socket: if the server still runs, the launcher SIGKILLs its group.

@@ -145,15 +145,14 @@ _END_REPORT_WAIT: Final = 0.5
 _FdStream: Any = getattr(trio.lowlevel, "FdStream", None)
 
 
-async def _write_all(stream: trio.abc.SendStream, data: bytes, fd: int | None = None) -> None:
+async def _write_all(stream: trio.abc.SendStream, data: bytes, fd: int | None) -> None:
     """``stream.send_all(data)``, minus the schedule point before the first write on a Unix
     pipe (trio's FdStream yields before writing even when the pipe has room). ``fd``: the
-    stream's descriptor when it is a Unix pipe (``None``: find out)."""
+    stream's descriptor when it is a Unix pipe, written directly; ``None`` for any other
+    stream."""
     if fd is None:
-        if _FdStream is None or not isinstance(stream, _FdStream):
-            await stream.send_all(data)
-            return
-        fd = stream.fileno()
+        await stream.send_all(data)
+        return
     await trio.lowlevel.checkpoint_if_cancelled()
     try:  # the whole of it at once, most of the time
         sent = os.write(fd, data)
@@ -749,16 +748,14 @@ class StdioTransport:
             self._process.pid,
         )
 
-    def _signal_group(self, name: Literal["SIGTERM", "SIGKILL"], *, record: bool = True) -> None:
-        """Send SIGTERM or SIGKILL to the server's process group (terminate or kill the process
-        on Windows). The group cannot have been recycled: its leader is not reaped yet."""
-        if record:
-            self._signals_sent.append(name)
+    def _signal_group(self, name: Literal["SIGTERM", "SIGKILL"]) -> None:
+        """Send SIGTERM or SIGKILL to the server's process group, and note it. The group cannot
+        have been recycled: its leader is not reaped yet. On Windows (no process groups, and
+        always a direct child) the process is killed at either step: terminating a process
+        there is killing it."""
+        self._signals_sent.append(name)
         if sys.platform == "win32":
-            if name == "SIGTERM":
-                self._process.terminate()
-            else:
-                self._process.kill()
+            self._process.kill()
             return
         try:
             os.killpg(self._process.pid, signal.Signals[name])
@@ -1007,7 +1004,6 @@ class _ServerProcess(Protocol):
     def returncode(self) -> int | None: ...
     async def wait(self) -> int: ...
     def kill(self) -> None: ...
-    def terminate(self) -> None: ...
 
 
 @attrs.frozen(kw_only=True)

@@ -99,11 +99,9 @@ class ByteChannel(Generic[T]):
         sender waiting for room counts as full: items keep their order). Raises
         ``trio.ClosedResourceError`` after :meth:`close` and ``trio.BrokenResourceError`` after
         :meth:`close_receiver`."""
-        self._check_send()
-        if self._senders or not self._has_room(size):
-            self._wake_receiver()  # full of items it was not woken for (deferred)
-            raise trio.WouldBlock
-        self._put(item, size)
+        self.defer_nowait(item, size)
+        if self._receiver is not None:
+            self._wake()
 
     def defer_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
         """:meth:`send_nowait` without waking the receiver: the item waits, in its place, until
@@ -112,7 +110,8 @@ class ByteChannel(Generic[T]):
         saves the receiver a wake-up of its own. Raises like :meth:`send_nowait`."""
         self._check_send()
         if self._senders or not self._has_room(size):
-            self._wake_receiver()
+            # Full, so it holds items: maybe deferred ones the receiver was not woken for.
+            self._wake()
             raise trio.WouldBlock
         self._items.append((item, size))
         self._held += size
@@ -122,14 +121,15 @@ class ByteChannel(Generic[T]):
         checkpoint. Raises like :meth:`send_nowait` (also when an end comes while waiting:
         then the item was not put)."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        self._check_send()
-        if not self._senders and self._has_room(size):
-            self._put(item, size)
+        try:
+            self.send_nowait(item, size)
+        except trio.WouldBlock:  # it woke the receiver for the items held
+            pass
+        else:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
         sender = _Sender(task=trio.lowlevel.current_task(), item=item, size=size)
         self._senders.append(sender)
-        self._wake_receiver()  # full of items it was not woken for (deferred)
 
         def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
             self._senders.remove(sender)
@@ -143,17 +143,10 @@ class ByteChannel(Generic[T]):
         if self._receiver_closed:
             raise trio.BrokenResourceError("nobody receives from this channel any more")
 
-    def _put(self, item: T, size: int) -> None:
-        self._items.append((item, size))
-        self._held += size
+    def _wake(self) -> None:
+        """Reschedule the receiver, if one waits: there is an item or an end for it."""
         task = self._receiver
         if task is not None:
-            self._receiver = None
-            trio.lowlevel.reschedule(task)
-
-    def _wake_receiver(self) -> None:
-        task = self._receiver
-        if task is not None and self._items:
             self._receiver = None
             trio.lowlevel.reschedule(task)
 
@@ -183,10 +176,7 @@ class ByteChannel(Generic[T]):
             return
         self._closed = True
         self._refuse_senders(trio.ClosedResourceError)
-        task = self._receiver
-        if task is not None:
-            self._receiver = None
-            trio.lowlevel.reschedule(task)
+        self._wake()
 
     # ------------------------------------------------------------------ receiving
 
@@ -236,10 +226,7 @@ class ByteChannel(Generic[T]):
         self._items.clear()
         self._held = 0
         self._refuse_senders(trio.BrokenResourceError)
-        task = self._receiver
-        if task is not None:
-            self._receiver = None
-            trio.lowlevel.reschedule(task)
+        self._wake()
 
     def drain(self) -> list[T]:
         """Take every item held now and every item of a sender waiting for room (those sends

@@ -199,8 +199,8 @@ async def test_many_frames_keep_their_order() -> None:
 
 
 async def test_concurrent_senders_write_whole_frames() -> None:
-    # Frames bigger than the pipe buffer force partial writes: without the send lock, trio
-    # would raise BusyResourceError, or frames would interleave.
+    # Frames bigger than the pipe buffer force partial writes: the senders only queue their
+    # frames, and the one writer writes each whole, so none interleave.
     senders, per_sender, size = 8, 6, 200_000
     expected = {
         (b"%02d-%02d:" % (s, i)) + bytes([97 + (s + i) % 26]) * size

@@ -1108,18 +1108,17 @@ async def _spawn_bound(params: StdioParameters, env: Mapping[str, str]) -> _Spaw
 
 
 async def _read_report(status: trio.abc.ReceiveStream) -> tuple[bytes, bytes]:
-    """Read one report line of the launcher (``exit 0``, ``err 2``...) as ``(kind, value)``;
-    ``(b"", b"")`` if the pipe ended first.
-
-    One byte at a time: a line may be followed by another that belongs to another reader.
-    Raises trio's Broken/ClosedResourceError when the pipe cannot be read."""
-    line = b""
-    while not line.endswith(b"\n"):
-        chunk, _ = await _read_some(status, 1)
+    """Read the launcher's report line (``exit 0``, ``err 2``...) as ``(kind, value)``;
+    ``(b"", b"")`` if the pipe ended first. The launcher writes one line on a status pipe, then
+    closes it; anything after the first line is ignored. Raises trio's
+    Broken/ClosedResourceError when the pipe cannot be read."""
+    said = b""
+    while b"\n" not in said:
+        chunk, _ = await _read_some(status, 64)
         if not chunk:
             break
-        line += chunk
-    kind, _, value = line.rstrip(b"\n").partition(b" ")
+        said += chunk
+    kind, _, value = said.partition(b"\n")[0].partition(b" ")
     return kind, value
 
 

@@ -25,6 +25,9 @@ are commands:
     {"peer": "close-stdout"}                        close stdout, keep reading stdin
     {"peer": "close-stdin"}                         close stdin, reply, sleep 30 s
     {"peer": "sleep", "seconds": S}                 sleep S seconds without reading stdin
+    {"peer": "pause"}                               reply {"paused": true}, then read nothing
+                                                    more of stdin until it gets SIGUSR1 (a
+                                                    SIGUSR1 sent after the reply is held for it)
 """
 
 from __future__ import annotations
@@ -111,6 +114,11 @@ def command(msg: dict[str, Any]) -> None:
         time.sleep(30)
     elif what == "sleep":
         time.sleep(float(msg["seconds"]))
+    elif what == "pause":
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})  # held until taken
+        reply({"paused": True})
+        signal.sigwait({signal.SIGUSR1})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
     else:
         reply({"error": f"unknown peer command {what!r}"})
 

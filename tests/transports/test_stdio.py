@@ -117,6 +117,18 @@ def dead(pid: int, started: int) -> bool:
     return found is None or found[2] != started or found[0] in "ZX"
 
 
+async def pause(t: StdioTransport) -> None:
+    """Have the peer stop reading its stdin until :func:`resume`: what is sent meanwhile stays
+    in the pipe and the outbox, for as long as the test takes."""
+    await t.send(b'{"peer":"pause"}')
+    assert await t.receive() == b'{"paused":true}'
+
+
+def resume(t: StdioTransport) -> None:
+    """Have a paused peer read its stdin again."""
+    os.kill(t.pid, signal.SIGUSR1)
+
+
 async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
     with trio.fail_after(timeout):
         while not predicate():  # noqa: ASYNC110 - /proc offers nothing to wait on
@@ -686,7 +698,7 @@ async def test_a_send_cancelled_while_waiting_for_room_sends_nothing() -> None:
     # The caller never writes (the writer does): a send cancelled while the outbox is full has
     # put nothing, and the transport goes on with the frames before and after it.
     async with running(peer()) as t:
-        await t.send(b'{"peer":"sleep","seconds":1}')  # the peer stops reading stdin
+        await pause(t)
         frame = b"w" * 1000
         queued = 0
         for _ in range(2):  # fill; let the writer take a batch and block; fill again
@@ -708,6 +720,7 @@ async def test_a_send_cancelled_while_waiting_for_room_sends_nothing() -> None:
             await trio.testing.wait_all_tasks_blocked()
             scope.cancel()
         assert scope.cancelled_caught
+        resume(t)
         await t.send(b"after")
         echoed = [await t.receive() for _ in range(queued + 1)]
         assert echoed == [frame] * queued + [b"after"]

@@ -274,7 +274,7 @@ async def test_stderr_held_open_elsewhere_delays_the_end_by_the_cap_only(
         holder = os.open(f"/proc/{t.pgid}/fd/2", os.O_WRONLY)
         try:
             await script(t, "close")
-            await trio.sleep(0.05)  # stdout is at EOF, the status is not reported yet
+            await wait_until(lambda: t._stdout_ended)  # the status is not reported yet
             before = trio.current_time()
             await script(t, report(b"exit 0\n"), reap(b"exit 0\n"))
             with pytest.raises(TransportClosed) as info:

@@ -29,7 +29,7 @@ from trio_mcp.transports.stdio._stdio import (
     open_stdio_transport,
 )
 
-from .test_stdio import MODES, peer, running, wait_until
+from .test_stdio import MODES, pause, peer, resume, running, wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
 
@@ -288,22 +288,34 @@ async def test_the_writer_takes_every_frame_ready_in_one_write() -> None:
 
 async def test_a_full_outbox_declines_send_nowait_and_send_waits() -> None:
     async with running(peer()) as t:
-        await t.send(b'{"peer":"sleep","seconds":1}')  # the peer stops reading its stdin
+        await pause(t)
         frame = b"y" * 1000
         queued = 0
-        while queued < 10_000:
-            try:
-                t.send_nowait(frame)
-            except trio.WouldBlock:
-                break
-            queued += 1
+        for _ in range(2):  # fill; let the writer fill the pipe and block; fill again
+            while queued < 10_000:
+                try:
+                    t.send_nowait(frame)
+                except trio.WouldBlock:
+                    break
+                queued += 1
+            await trio.testing.wait_all_tasks_blocked()
         # the pipe and the writer's batch hold some, the outbox the rest: about its budget
         assert _OUTBOX_BYTES // len(frame) <= queued < 10_000
-        # (the sleep command may still be in the outbox too)
-        assert t.statistics().outbox_frames <= _OUTBOX_BYTES // len(frame) + 1
-        await t.send(b"after")  # waits until the peer reads again
+        assert t.statistics().outbox_frames <= _OUTBOX_BYTES // len(frame)
+        last = b"z" * len(frame)  # as big as the others: no room for it
+        sent = trio.Event()
+
+        async def send_after() -> None:
+            await t.send(last)
+            sent.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_after)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not sent.is_set()  # it waits for room, as long as the peer reads nothing
+            resume(t)
         echoed = [await t.receive() for _ in range(queued + 1)]
-        assert echoed == [frame] * queued + [b"after"]
+        assert echoed == [frame] * queued + [last]
 
 
 async def test_a_frame_with_a_newline_is_refused() -> None:

@@ -41,8 +41,6 @@ __all__ = [
     "decode_notification",
     "decode_params",
     "decode_result",
-    "decode_tool",
-    "decode_tools",
     "encode",
     "fast_tool",
     "request_spec",
@@ -608,36 +606,6 @@ def fast_tool(value: Any) -> t.Tool | None:
         meta,
         extra,
     )
-
-
-def decode_tool(value: Any, *, path: str = "$") -> t.Tool:
-    """Decode one ``tools/list`` entry into a :class:`Tool`: :func:`fast_tool` when the entry
-    has the common shape, else the converter. Raises :class:`InvalidMessage` naming the wire
-    path at fault (relative to ``path``, such as ``$.result.tools[3]``), exactly as
-    ``structure(value, Tool, path=path)`` does."""
-    tool = fast_tool(value)
-    if tool is not None:
-        return tool
-    return structure(value, t.Tool, path=path)
-
-
-def decode_tools(entries: Any, *, path: str = "$.result.tools") -> tuple[t.Tool, ...]:
-    """Decode the ``tools`` array of a ``tools/list`` result (``path`` names it): each entry by
-    :func:`fast_tool`, and the whole array by the converter as soon as one entry is not of the
-    common shape, so that the answer, and every error with its wire path (such as
-    ``$.result.tools[3].inputSchema``), is exactly ``structure(entries, tuple[Tool, ...])``'s.
-    Raises :class:`InvalidMessage`."""
-    if type(entries) is list:
-        tools: list[t.Tool] = []
-        for entry in entries:
-            tool = fast_tool(entry)
-            if tool is None:
-                break
-            tools.append(tool)
-        else:
-            return tuple(tools)
-    decoded: tuple[t.Tool, ...] = structure(entries, tuple[t.Tool, ...], path=path)
-    return decoded
 
 
 def _fast_list_tools_result(result: Any) -> t.ListToolsResult | None:

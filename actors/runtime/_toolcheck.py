@@ -700,6 +700,20 @@ def _resolves(root: Any, pointer: str) -> bool:
     return True
 
 
+def _top_level_warnings(schema: Mapping[str, Any], warnings: list[str]) -> None:
+    """Append to ``warnings`` what an input schema's top level is warned about: a ``$schema``
+    string that names a dialect trio-mcp does not know, and ``properties`` without a
+    ``type``."""
+    declared = schema.get("$schema")
+    if isinstance(declared, str) and declared.rstrip("#") not in _DIALECTS:
+        warnings.append(
+            f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
+            f"(2020-12, draft-07); the schema was checked as 2020-12"
+        )
+    if schema.get("type") is None and "properties" in schema:
+        warnings.append("$: no top-level 'type'; treated as an object schema")
+
+
 def inspect_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> SchemaReport:
     """Check an ``inputSchema`` and scan its strings, in one bounded walk.
 
@@ -720,20 +734,13 @@ def inspect_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> Sch
             walk.problems.append(f"$.$schema: must be a string, got {json_kind(declared)}")
         else:
             dialect = _DIALECTS.get(declared.rstrip("#"), declared[:200])
-            if declared.rstrip("#") not in _DIALECTS:
-                walk.warnings.append(
-                    f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
-                    f"(2020-12, draft-07); the schema was checked as 2020-12"
-                )
     kind = schema.get("type")
-    if kind is None:
-        if "properties" in schema:
-            walk.warnings.append("$: no top-level 'type'; treated as an object schema")
-    elif kind != "object":
+    if kind is not None and kind != "object":
         walk.problems.append(
             f"$.type: the top level of an input schema must be of type 'object', "
             f"got {_json_excerpt(kind)}"
         )
+    _top_level_warnings(schema, walk.warnings)
     too_large: SchemaTooLarge | None = None
     try:
         walk.run()
@@ -909,22 +916,15 @@ def _quick_schema(
     if not schema:
         return 0
     declared = schema.get("$schema")
-    if declared is not None:
-        if type(declared) is not str:
-            return None
-        if declared.rstrip("#") not in _DIALECTS:
-            warnings.append(
-                f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
-                f"(2020-12, draft-07); the schema was checked as 2020-12"
-            )
-    kind = schema.get("type")
-    if kind is None:
-        if "properties" in schema:
-            warnings.append("$: no top-level 'type'; treated as an object schema")
-    elif kind != "object":
+    if declared is not None and type(declared) is not str:
         return None
-    elif len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
-        return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
+    kind = schema.get("type")
+    if kind is not None:
+        if kind != "object":
+            return None
+        if len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
+            return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
+    _top_level_warnings(schema, warnings)
 
     max_depth = budget.max_depth
     max_nodes = budget.max_nodes
@@ -1129,6 +1129,10 @@ class ToolVerdict:
 
 
 _SEP986 = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_NAME_RULE_WARNING: Final = (
+    "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
+    "it is registered under a sanitized name"
+)
 _NAME_SEPARATORS = re.compile(r"[_.\-]+")
 
 
@@ -1152,10 +1156,7 @@ def check_tool(
     if not tool.name:
         reasons.append("the tool has an empty name")
     elif not _SEP986.fullmatch(tool.name):
-        warnings.append(
-            "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
-            "it is registered under a sanitized name"
-        )
+        warnings.append(_NAME_RULE_WARNING)
     texts: list[tuple[str, str]] = [(_NAME_SEPARATORS.sub(" ", tool.name), "name")]
     if tool.title:
         texts.append((tool.title, "title"))
@@ -1370,10 +1371,6 @@ def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
     return suspects
 
 
-_NAME_RULE_WARNING: Final = (
-    "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
-    "it is registered under a sanitized name"
-)
 #: Keys of an entry whose values cannot nest (after decoding).
 _FLAT_KEYS: Final = frozenset({"name", "title", "description", "inputSchema"})
 

@@ -392,20 +392,16 @@ def _fast_annotations(value: Any) -> t.ToolAnnotations | None:
     ):
         return None
     if value.keys() <= _ANNOTATION_KEYS:
-        return t.ToolAnnotations(
-            title=title,
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
-            open_world_hint=open_world,
-        )
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _ANNOTATION_KEYS}
     return t.ToolAnnotations(
         title=title,
         read_only_hint=read_only,
         destructive_hint=destructive,
         idempotent_hint=idempotent,
         open_world_hint=open_world,
-        extra={k: v for k, v in value.items() if k not in _ANNOTATION_KEYS},
+        extra=extra,
     )
 
 
@@ -418,11 +414,10 @@ def _fast_execution(value: Any) -> t.ToolExecution | None:
     if task_support is not None and type(task_support) is not str:
         return None
     if value.keys() <= _EXECUTION_KEYS:
-        return t.ToolExecution(task_support=task_support)
-    return t.ToolExecution(
-        task_support=task_support,
-        extra={k: v for k, v in value.items() if k not in _EXECUTION_KEYS},
-    )
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _EXECUTION_KEYS}
+    return t.ToolExecution(task_support=task_support, extra=extra)
 
 
 def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
@@ -451,12 +446,10 @@ def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
                 return None
             sizes = tuple(sizes)
         if icon.keys() <= _ICON_KEYS:
-            icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme))
+            extra = {}
         else:
             extra = {k: v for k, v in icon.items() if k not in _ICON_KEYS}
-            icons.append(
-                t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra)
-            )
+        icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra))
     return tuple(icons)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +27,41 @@ class RawClientClosed(Exception):
     """The server's stdout ended (it exited or was killed) while a call was pending."""
 
 
+class _RawMethods(ABC):
+    """The handshake and ``tools/call`` of both raw clients, over their own ``request`` and
+    ``notify``."""
+
+    #: The ``clientInfo`` name the handshake sends.
+    client_name = "raw-bench"
+
+    @abstractmethod
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request; the raw ``result`` of its answer."""
+
+    @abstractmethod
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification."""
+
+    async def initialize(self) -> list[dict[str, Any]]:
+        """The handshake, then ``tools/list``; returns the tools."""
+        await self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": self.client_name, "version": "0"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        result = await self.request("tools/list")
+        tools: list[dict[str, Any]] = result["tools"]
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """``tools/call``; the raw result."""
+        return await self.request("tools/call", {"name": name, "arguments": arguments})
+
+
 class _Slot:
     __slots__ = ("event", "value")
 
@@ -34,7 +70,7 @@ class _Slot:
         self.value: Any = None
 
 
-class RawStdioClient:
+class RawStdioClient(_RawMethods):
     """One connection: ``await client.request(method, params)`` returns the raw ``result``.
 
     Raises :class:`RawClientClosed` when the server goes away, and :class:`RuntimeError` with
@@ -83,25 +119,6 @@ class RawStdioClient:
             message["params"] = params
         async with self._lock:
             await self._stdin.send_all(json.dumps(message).encode() + b"\n")
-
-    async def initialize(self) -> list[dict[str, Any]]:
-        """The handshake, then ``tools/list``; returns the tools."""
-        await self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-bench", "version": "0"},
-            },
-        )
-        await self.notify("notifications/initialized")
-        result = await self.request("tools/list")
-        tools: list[dict[str, Any]] = result["tools"]
-        return tools
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        """``tools/call``; the raw result."""
-        return await self.request("tools/call", {"name": name, "arguments": arguments})
 
     async def reader(self) -> None:
         """Read answers until stdout ends, then fail whatever is still pending."""

@@ -22,16 +22,18 @@ from typing import Any
 
 import trio
 
-from .raw_client import _ENV_ALLOWLIST, RawClientClosed
+from .raw_client import _ENV_ALLOWLIST, RawClientClosed, _RawMethods
 
 __all__ = ["RawSingleStdioClient", "open_raw_single_stdio_client"]
 
 
-class RawSingleStdioClient:
+class RawSingleStdioClient(_RawMethods):
     """One connection, one call at a time: ``await client.request(method, params)`` returns the
     raw ``result``. Raises :class:`RawClientClosed` when the server goes away,
     :class:`RuntimeError` with the server's error object when it answers with an error, and
     :class:`trio.BusyResourceError` when a second call starts while one is running."""
+
+    client_name = "raw-single-bench"
 
     def __init__(self, process: trio.Process) -> None:
         # On Unix trio's process pipes are FdStreams: non-blocking descriptors.
@@ -99,25 +101,6 @@ class RawSingleStdioClient:
         if params is not None:
             message["params"] = params
         await self._write(json.dumps(message).encode() + b"\n")
-
-    async def initialize(self) -> list[dict[str, Any]]:
-        """The handshake, then ``tools/list``; returns the tools."""
-        await self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-single-bench", "version": "0"},
-            },
-        )
-        await self.notify("notifications/initialized")
-        result = await self.request("tools/list")
-        tools: list[dict[str, Any]] = result["tools"]
-        return tools
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        """``tools/call``; the raw result."""
-        return await self.request("tools/call", {"name": name, "arguments": arguments})
 
 
 @asynccontextmanager

@@ -35,6 +35,7 @@ from .clients import (
     TrioMcpConnection,
     flood_line_bytes,
     flood_stdio_target,
+    null_stdio_target,
     open_connection,
     open_fleet,
     open_pair,
@@ -453,8 +454,6 @@ async def _latencies(conn: Connection, calls: int, into: list[float]) -> None:
 
 
 def _flood_targets(plan: Plan) -> tuple[StdioTarget, StdioTarget]:
-    from .clients import null_stdio_target
-
     kind: FloodKind = "progress" if plan.flood_kind == "progress" else "message"
     return null_stdio_target("node"), flood_stdio_target(kind)
 
@@ -597,7 +596,8 @@ def registry_costs(client: ClientName, plan: Plan) -> Result:
     """The tool table with ``registry_tools`` tools of one server (ms):
 
     - ``decode``: a ``tools/list`` result's entries decoded into tool objects and registered
-      (what a listing costs after the JSON is parsed);
+      (what a listing costs after the JSON is parsed; trio-mcp decodes each entry as its
+      ``check_listing`` does, without the checks);
     - ``replace``: every registered tool replaced by a changed one (decoded already);
     - ``snapshot``: the first snapshot of the table after that change; ``snapshot_cached``:
       a second one.
@@ -617,23 +617,25 @@ def _registry_trio_mcp(plan: Plan) -> Result:
         Registry,
         ReplaceTools,
     )
-
-    # The registry actor's work for one message, without its mailbox: apply it to the table and
-    # publish the new view (what its task does per batch).
     from trio_mcp.protocol import Tool, structure
-    from trio_mcp.protocol._methods import decode_tools  # not public: the listing decoder
+    from trio_mcp.protocol._methods import fast_tool  # not public: check_listing's decoder
 
     count, reps = plan.registry_tools, plan.registry_reps
     raw = [_raw_tools(count, g) for g in range(2)]
+    # Each step applies one message as the registry actor does, without its mailbox: to the
+    # table, publishing the new view (what its task does per batch).
     registry = Registry()
     generation = 0
 
     def decode_and_register() -> None:
         nonlocal generation
         generation += 1
-        # The tools array as a whole, as the official client validates its ListToolsResult;
-        # any entry of an uncommon shape sends the array through the converter.
-        tools = decode_tools(raw[0], path="$.result.tools")
+        # Each entry decoded as check_listing decodes it in the runtime: fast_tool, and the
+        # converter for an entry it declines (none here).
+        tools = tuple(
+            fast_tool(entry) or structure(entry, Tool, path=f"$.tools[{index}]")
+            for index, entry in enumerate(raw[0])
+        )
         registry._apply_batch([ReplaceTools(server="s", generation=generation, tools=tools)])
 
     decode = _time_each(decode_and_register, reps)

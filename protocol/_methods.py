@@ -41,8 +41,6 @@ __all__ = [
     "decode_notification",
     "decode_params",
     "decode_result",
-    "decode_tool",
-    "decode_tools",
     "encode",
     "fast_tool",
     "request_spec",
@@ -394,20 +392,16 @@ def _fast_annotations(value: Any) -> t.ToolAnnotations | None:
     ):
         return None
     if value.keys() <= _ANNOTATION_KEYS:
-        return t.ToolAnnotations(
-            title=title,
-            read_only_hint=read_only,
-            destructive_hint=destructive,
-            idempotent_hint=idempotent,
-            open_world_hint=open_world,
-        )
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _ANNOTATION_KEYS}
     return t.ToolAnnotations(
         title=title,
         read_only_hint=read_only,
         destructive_hint=destructive,
         idempotent_hint=idempotent,
         open_world_hint=open_world,
-        extra={k: v for k, v in value.items() if k not in _ANNOTATION_KEYS},
+        extra=extra,
     )
 
 
@@ -420,11 +414,10 @@ def _fast_execution(value: Any) -> t.ToolExecution | None:
     if task_support is not None and type(task_support) is not str:
         return None
     if value.keys() <= _EXECUTION_KEYS:
-        return t.ToolExecution(task_support=task_support)
-    return t.ToolExecution(
-        task_support=task_support,
-        extra={k: v for k, v in value.items() if k not in _EXECUTION_KEYS},
-    )
+        extra = {}
+    else:
+        extra = {k: v for k, v in value.items() if k not in _EXECUTION_KEYS}
+    return t.ToolExecution(task_support=task_support, extra=extra)
 
 
 def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
@@ -453,12 +446,10 @@ def _fast_icons(value: Any) -> tuple[t.Icon, ...] | None:
                 return None
             sizes = tuple(sizes)
         if icon.keys() <= _ICON_KEYS:
-            icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme))
+            extra = {}
         else:
             extra = {k: v for k, v in icon.items() if k not in _ICON_KEYS}
-            icons.append(
-                t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra)
-            )
+        icons.append(t.Icon(src=src, mime_type=mime_type, sizes=sizes, theme=theme, extra=extra))
     return tuple(icons)
 
 
@@ -608,36 +599,6 @@ def fast_tool(value: Any) -> t.Tool | None:
         meta,
         extra,
     )
-
-
-def decode_tool(value: Any, *, path: str = "$") -> t.Tool:
-    """Decode one ``tools/list`` entry into a :class:`Tool`: :func:`fast_tool` when the entry
-    has the common shape, else the converter. Raises :class:`InvalidMessage` naming the wire
-    path at fault (relative to ``path``, such as ``$.result.tools[3]``), exactly as
-    ``structure(value, Tool, path=path)`` does."""
-    tool = fast_tool(value)
-    if tool is not None:
-        return tool
-    return structure(value, t.Tool, path=path)
-
-
-def decode_tools(entries: Any, *, path: str = "$.result.tools") -> tuple[t.Tool, ...]:
-    """Decode the ``tools`` array of a ``tools/list`` result (``path`` names it): each entry by
-    :func:`fast_tool`, and the whole array by the converter as soon as one entry is not of the
-    common shape, so that the answer, and every error with its wire path (such as
-    ``$.result.tools[3].inputSchema``), is exactly ``structure(entries, tuple[Tool, ...])``'s.
-    Raises :class:`InvalidMessage`."""
-    if type(entries) is list:
-        tools: list[t.Tool] = []
-        for entry in entries:
-            tool = fast_tool(entry)
-            if tool is None:
-                break
-            tools.append(tool)
-        else:
-            return tuple(tools)
-    decoded: tuple[t.Tool, ...] = structure(entries, tuple[t.Tool, ...], path=path)
-    return decoded
 
 
 def _fast_list_tools_result(result: Any) -> t.ListToolsResult | None:

@@ -40,8 +40,8 @@ import attrs
 from ...protocol._codec import unstructure
 from ...protocol._types import CallToolResult, TextContent, Tool
 from ..config._policy import (
-    _DENYING_PROFILES,
     CAPABILITY_MCP_CALL,
+    DENYING_PROFILES,
     PROFILES,
     Outcome,
     PermissionRule,
@@ -145,7 +145,7 @@ def decide(
         return Decision(outcome="deny", reason=f"denied by the rule {rule.pattern!r}", rule=rule)
     if rule is not None and rule.decision == "allow":
         return Decision(outcome="allow", reason=f"allowed by the rule {rule.pattern!r}", rule=rule)
-    if profile in _DENYING_PROFILES and CAPABILITY_MCP_CALL not in set(allowed_capabilities):
+    if profile in DENYING_PROFILES and CAPABILITY_MCP_CALL not in set(allowed_capabilities):
         return Decision(
             outcome="deny",
             reason=f"the {profile!r} profile denies the {CAPABILITY_MCP_CALL!r} capability; "

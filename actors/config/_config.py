@@ -403,16 +403,9 @@ class RuntimeConfig:
                     f"permission_rules must hold PermissionRule objects (parse configuration "
                     f"entries with parse_rules()), got {rule!r}"
                 )
-        grace = self.shutdown_grace
-        if (
-            isinstance(grace, bool)
-            or not isinstance(grace, int | float)
-            or not math.isfinite(grace)
-            or grace <= 0
-        ):
-            raise ConfigError(
-                f"shutdown_grace must be a finite number of seconds > 0, got {grace!r}"
-            )
+        problem = _timeout_problem("shutdown_grace", self.shutdown_grace, allow_none=False)
+        if problem is not None:
+            raise ConfigError(problem)
         for key, minimum in (
             ("render_budget", 200),
             ("max_blob_bytes", 1),

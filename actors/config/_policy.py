@@ -18,6 +18,7 @@ from ...protocol._errors import ConfigError
 __all__ = [
     "CAPABILITY_MCP_CALL",
     "DEFAULT_RENDER_BUDGET",
+    "DENYING_PROFILES",
     "MAX_BLOB_BYTES",
     "PROFILES",
     "Outcome",
@@ -42,7 +43,7 @@ _OUTCOMES: Final = frozenset(get_args(Outcome))
 Profile = Literal["default", "public_gateway", "daemon"]
 PROFILES: Final[tuple[str, ...]] = get_args(Profile)
 #: The profiles that deny ``mcp.call`` unless it is allowed explicitly.
-_DENYING_PROFILES: Final = frozenset({"public_gateway", "daemon"})
+DENYING_PROFILES: Final = frozenset({"public_gateway", "daemon"})
 
 
 # --------------------------------------------------------------------------- permission rules

@@ -12,14 +12,10 @@ import hashlib
 import re
 from typing import Final
 
-from ..config._config import SERVER_NAME_PATTERN, valid_server_name
-
 __all__ = [
     "MAX_NAME_LENGTH",
-    "SERVER_NAME_PATTERN",
     "registered_name",
     "tool_name_prefix",
-    "valid_server_name",
 ]
 
 MAX_NAME_LENGTH: Final = 64

@@ -68,6 +68,7 @@ import attrs
 
 from ...protocol._codec import json_kind, structure
 from ...protocol._errors import InvalidMessage, SchemaTooLarge
+from ...protocol._jsonrpc import MAX_JSON_DEPTH, _deep_path, _deeper_than
 from ...protocol._methods import fast_tool
 from ...protocol._types import Tool
 from ._registry import ToolRefusal
@@ -699,6 +700,20 @@ def _resolves(root: Any, pointer: str) -> bool:
     return True
 
 
+def _top_level_warnings(schema: Mapping[str, Any], warnings: list[str]) -> None:
+    """Append to ``warnings`` what an input schema's top level is warned about: a ``$schema``
+    string that names a dialect trio-mcp does not know, and ``properties`` without a
+    ``type``."""
+    declared = schema.get("$schema")
+    if isinstance(declared, str) and declared.rstrip("#") not in _DIALECTS:
+        warnings.append(
+            f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
+            f"(2020-12, draft-07); the schema was checked as 2020-12"
+        )
+    if schema.get("type") is None and "properties" in schema:
+        warnings.append("$: no top-level 'type'; treated as an object schema")
+
+
 def inspect_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> SchemaReport:
     """Check an ``inputSchema`` and scan its strings, in one bounded walk.
 
@@ -719,20 +734,13 @@ def inspect_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET) -> Sch
             walk.problems.append(f"$.$schema: must be a string, got {json_kind(declared)}")
         else:
             dialect = _DIALECTS.get(declared.rstrip("#"), declared[:200])
-            if declared.rstrip("#") not in _DIALECTS:
-                walk.warnings.append(
-                    f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
-                    f"(2020-12, draft-07); the schema was checked as 2020-12"
-                )
     kind = schema.get("type")
-    if kind is None:
-        if "properties" in schema:
-            walk.warnings.append("$: no top-level 'type'; treated as an object schema")
-    elif kind != "object":
+    if kind is not None and kind != "object":
         walk.problems.append(
             f"$.type: the top level of an input schema must be of type 'object', "
             f"got {_json_excerpt(kind)}"
         )
+    _top_level_warnings(schema, walk.warnings)
     too_large: SchemaTooLarge | None = None
     try:
         walk.run()
@@ -908,22 +916,15 @@ def _quick_schema(
     if not schema:
         return 0
     declared = schema.get("$schema")
-    if declared is not None:
-        if type(declared) is not str:
-            return None
-        if declared.rstrip("#") not in _DIALECTS:
-            warnings.append(
-                f"$.$schema: dialect {declared[:200]!r} is not one trio-mcp knows "
-                f"(2020-12, draft-07); the schema was checked as 2020-12"
-            )
-    kind = schema.get("type")
-    if kind is None:
-        if "properties" in schema:
-            warnings.append("$: no top-level 'type'; treated as an object schema")
-    elif kind != "object":
+    if declared is not None and type(declared) is not str:
         return None
-    elif len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
-        return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
+    kind = schema.get("type")
+    if kind is not None:
+        if kind != "object":
+            return None
+        if len(schema) == 1 and type(kind) is str and budget.max_nodes >= 2:
+            return 10  # {"type": "object"}, a tool without arguments: "type" and "object"
+    _top_level_warnings(schema, warnings)
 
     max_depth = budget.max_depth
     max_nodes = budget.max_nodes
@@ -1128,6 +1129,10 @@ class ToolVerdict:
 
 
 _SEP986 = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_NAME_RULE_WARNING: Final = (
+    "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
+    "it is registered under a sanitized name"
+)
 _NAME_SEPARATORS = re.compile(r"[_.\-]+")
 
 
@@ -1151,10 +1156,7 @@ def check_tool(
     if not tool.name:
         reasons.append("the tool has an empty name")
     elif not _SEP986.fullmatch(tool.name):
-        warnings.append(
-            "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
-            "it is registered under a sanitized name"
-        )
+        warnings.append(_NAME_RULE_WARNING)
     texts: list[tuple[str, str]] = [(_NAME_SEPARATORS.sub(" ", tool.name), "name")]
     if tool.title:
         texts.append((tool.title, "title"))
@@ -1274,56 +1276,15 @@ def _clean_annotations(entry: dict[str, Any], warn: list[str]) -> dict[str, Any]
     return {**entry, "annotations": kept}
 
 
-def _nests_past(entry: Mapping[str, Any], limit: int) -> bool:
-    """Whether a value of ``entry`` other than its ``inputSchema`` nests more than ``limit``
-    levels of arrays and objects (the value of an entry's key is level 1): the arrays and
-    objects of each level are gathered in one pass over the level before, so each is looked at
-    once, and the walk stops at level ``limit + 1``."""
-    level = [
-        value
-        for key, value in entry.items()
-        if key != "inputSchema" and isinstance(value, dict | list)
-    ]
-    depth = 1
-    while level:
-        if depth > limit:
-            return True
-        level = [
-            child
-            for node in level
-            for child in (node.values() if isinstance(node, dict) else node)
-            if isinstance(child, dict | list)
-        ]
-        depth += 1
-    return False
-
-
-def _nesting_past(entry: Mapping[str, Any], limit: int, path: str) -> str | None:
+def _too_deep(entry: Mapping[str, Any], limit: int, path: str) -> str | None:
     """Where a value of ``entry`` other than its ``inputSchema`` (which :func:`inspect_schema`
     bounds) nests more than ``limit`` levels of arrays and objects (the value of an entry's key
-    is level 1), as a path that starts with ``path``; None when nothing does. Iterative, and each
-    array or object is looked at once, so a hostile depth costs no stack and bounded time."""
-    stack: list[tuple[Any, int, tuple[Any, ...]]] = [
-        (value, 1, ((), key))
-        for key, value in entry.items()
-        if key != "inputSchema" and isinstance(value, dict | list)
-    ]
-    while stack:
-        node, level, link = stack.pop()
-        if level > limit:
-            keys: list[Any] = []
-            while link:
-                link, key = link
-                keys.append(key)
-            for key in reversed(keys):
-                path = _child(path, key) if isinstance(key, str) else f"{path}[{key}]"
-            return path
-        children = node.items() if isinstance(node, dict) else enumerate(node)
-        stack.extend(
-            (child, level + 1, (link, key))
-            for key, child in children
-            if isinstance(child, dict | list)
-        )
+    is level 1), as a path that starts with ``path``, cut to its part eight levels down; None
+    when nothing does. The walks are :func:`parse_message`'s (iterative, each array or object
+    looked at once), so a hostile depth costs no stack and bounded time."""
+    for key, value in entry.items():
+        if key != "inputSchema" and _deeper_than(value, limit, 0):
+            return _child(path, key) + _deep_path(value, limit)[1:]
     return None
 
 
@@ -1410,10 +1371,6 @@ def _suspects(texts: list[str], starts: list[int], ends: list[int]) -> set[int]:
     return suspects
 
 
-_NAME_RULE_WARNING: Final = (
-    "the name does not follow the MCP naming rule (1 to 128 of A-Z a-z 0-9 _ - .); "
-    "it is registered under a sanitized name"
-)
 #: Keys of an entry whose values cannot nest (after decoding).
 _FLAT_KEYS: Final = frozenset({"name", "title", "description", "inputSchema"})
 
@@ -1427,6 +1384,7 @@ def check_listing(
     policy: SecurityPolicy = "block",
     budget: SchemaBudget = DEFAULT_BUDGET,
     max_listing_chars: int = DEFAULT_MAX_LISTING_CHARS,
+    nesting_bounded: bool = False,
 ) -> ListingCheck:
     """Filter, decode and check every entry of a server's complete ``tools`` listing.
 
@@ -1443,6 +1401,12 @@ def check_listing(
     CPU bound: the runtime runs this in a worker thread (``trio.to_thread.run_sync``) so that a
     hostile listing cannot stall the event loop. Never raises for any JSON input.
 
+    ``nesting_bounded=True`` is the caller's word that ``raw_tools`` comes from frames that
+    :func:`parse_message` accepted with its default ``max_depth`` (:data:`MAX_JSON_DEPTH`), as
+    the runtime's do: a value of an entry then nests at most ``MAX_JSON_DEPTH - 4`` levels, so
+    with a ``budget.max_depth`` of at least 126 (the default is 200) no entry can be too deeply
+    nested and the walk that looks for one is skipped.
+
     The outcome is the one :func:`check_tool` gives tool by tool, found faster: each tool's
     schema is first walked by :func:`_quick_schema` and the injection scan of all tools is done
     in one batch (:func:`_suspects`); a tool that either of them cannot clear is checked by
@@ -1451,6 +1415,8 @@ def check_listing(
     filtering = include is not None or bool(exclude)
     quick = policy in ("block", "warn")  # else check_tool says what is wrong with it
     depth_limit = 2 * budget.max_depth
+    # In a frame parse_message accepted, an entry's values start at level 5 of the message.
+    walk_nesting = not nesting_bounded or depth_limit < MAX_JSON_DEPTH - 4
     flat_keys = _FLAT_KEYS
     # First pass: decode each entry; walk each schema the quick way, gathering the texts to
     # scan. records: per entry, in order, a refusal, an excluded name, (tool, name, notes) for a
@@ -1499,9 +1465,9 @@ def check_listing(
                     ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
                 )
                 continue
-        if not entry.keys() <= flat_keys and _nests_past(entry, depth_limit):
-            deep = _nesting_past(entry, depth_limit, f"$.tools[{index}]")
-            if deep is not None:  # always: _nests_past said so
+        if walk_nesting and not entry.keys() <= flat_keys:
+            deep = _too_deep(entry, depth_limit, f"$.tools[{index}]")
+            if deep is not None:
                 records.append(
                     ToolRefusal(
                         server=server,

@@ -161,6 +161,24 @@ def test_policies_are_checked() -> None:
         RuntimeConfig(security_policy="x")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "shutdown_grace must be a number of seconds, got True"),
+        ("10", "shutdown_grace must be a number of seconds, got '10'"),
+        (None, "shutdown_grace must be a number of seconds, got None"),
+        (0, "shutdown_grace must be a finite number of seconds > 0, got 0"),
+        (math.inf, "shutdown_grace must be a finite number of seconds > 0, got inf"),
+        (math.nan, "shutdown_grace must be a finite number of seconds > 0, got nan"),
+    ],
+)
+def test_a_bad_shutdown_grace_is_refused_like_a_timeout(value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        RuntimeConfig(shutdown_grace=value)  # type: ignore[arg-type]
+    assert str(info.value) == message
+    assert RuntimeConfig(shutdown_grace=0.5).shutdown_grace == 0.5
+
+
 def test_a_name_used_twice_is_refused() -> None:
     with pytest.raises(McpTransportConfigError, match="server 'a' is configured twice"):
         RuntimeConfig(

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_mcp.actors.runtime._naming import registered_name, valid_server_name
+from trio_mcp.actors.config._config import valid_server_name
+from trio_mcp.actors.runtime._naming import registered_name
 
 
 def test_plain_names_are_prefixed_and_sanitized() -> None:

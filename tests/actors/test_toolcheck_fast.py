@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from tests.protocol.hostile_json import deep_value, nest
 from trio_mcp.actors.runtime._registry import ToolRefusal
 from trio_mcp.actors.runtime._toolcheck import (
     _CLEAN_WORDS,
@@ -40,15 +41,15 @@ from trio_mcp.actors.runtime._toolcheck import (
     _fold,
     _included,
     _json_excerpt,
-    _nesting_past,
-    _nests_past,
     _quick_schema,
     _short,
     _suspects,
+    _too_deep,
     check_listing,
     check_tool,
     inspect_schema,
 )
+from trio_mcp.protocol import MAX_JSON_DEPTH, Response, parse_message
 from trio_mcp.protocol._codec import json_kind, structure
 from trio_mcp.protocol._errors import InvalidMessage
 from trio_mcp.protocol._types import Tool
@@ -114,7 +115,7 @@ def _reference(
                 ToolRefusal(server=server, tool=name, reason=f"malformed tool entry: {exc}")
             )
             continue
-        deep = _nesting_past(entry, 2 * budget.max_depth, f"$.tools[{index}]")
+        deep = _too_deep(entry, 2 * budget.max_depth, f"$.tools[{index}]")
         if deep is not None:
             refused.append(
                 ToolRefusal(
@@ -635,20 +636,6 @@ def test_folding_keeps_every_letter_the_patterns_match_case_insensitively() -> N
 # --------------------------------------------------------------------------- hostile nesting
 
 
-def _nest_lists(depth: int, leaf: Any = None) -> Any:
-    value = leaf
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-def _nest_dicts(depth: int, leaf: Any = None) -> Any:
-    value = leaf
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
 def _depth() -> int:
     frame: Any = sys._getframe()
     depth = 0
@@ -666,31 +653,31 @@ def _near_the_limit(fn: Callable[[], Any], headroom: int = 40) -> Any:
     return down(sys.getrecursionlimit() - _depth() - headroom)
 
 
-def _at_depth(frames: int, fn: Callable[[], Any]) -> Any:
-    """``fn()`` called from a deep stack (``frames`` > 0: as deep as :func:`_near_the_limit`
-    allows), or from here."""
-    return _near_the_limit(fn) if frames else fn()
+def _at_depth(deep: bool, fn: Callable[[], Any]) -> Any:
+    """``fn()`` called from a deep stack (as deep as :func:`_near_the_limit` allows) when
+    ``deep``, else from here."""
+    return _near_the_limit(fn) if deep else fn()
 
 
 _HOSTILE = {
-    "properties": {"properties": _nest_dicts(100_000, {"type": "string"})},
-    "data": {"type": "object", "x-data": _nest_lists(100_000)},
-    "type": {"type": _nest_lists(100_000, "object")},
-    "nested type": {"type": "object", "properties": {"a": {"type": _nest_lists(100_000)}}},
-    "enum": {"type": "object", "properties": {"a": {"enum": _nest_lists(100_000)}}},
-    "required": {"type": "object", "required": _nest_lists(100_000)},
-    "ref": {"type": "object", "$ref": _nest_lists(100_000)},
-    "$schema": {"type": "object", "$schema": _nest_dicts(100_000)},
-    "990 deep": {"type": "object", "x": _nest_lists(990)},
-    "990 deep type": {"type": _nest_lists(990, "object")},
+    "properties": {"properties": deep_value("objects", 100_000, {"type": "string"})},
+    "data": {"type": "object", "x-data": deep_value("arrays", 100_000)},
+    "type": {"type": deep_value("arrays", 100_000, "object")},
+    "nested type": {"type": "object", "properties": {"a": {"type": deep_value("arrays", 100_000)}}},
+    "enum": {"type": "object", "properties": {"a": {"enum": deep_value("arrays", 100_000)}}},
+    "required": {"type": "object", "required": deep_value("arrays", 100_000)},
+    "ref": {"type": "object", "$ref": deep_value("arrays", 100_000)},
+    "$schema": {"type": "object", "$schema": deep_value("objects", 100_000)},
+    "990 deep": {"type": "object", "x": deep_value("arrays", 990)},
+    "990 deep type": {"type": deep_value("arrays", 990, "object")},
 }
 
 
-@pytest.mark.parametrize("frames", [0, 900])
+@pytest.mark.parametrize("deep", [False, True])
 @pytest.mark.parametrize("label", list(_HOSTILE))
-def test_a_hostile_input_schema_refuses_its_tool_alone(label: str, frames: int) -> None:
+def test_a_hostile_input_schema_refuses_its_tool_alone(label: str, deep: bool) -> None:
     raw = [{"name": "bad", "inputSchema": _HOSTILE[label]}, {"name": "good"}]
-    checked = _at_depth(frames, lambda: check_listing(raw, server="s"))
+    checked = _at_depth(deep, lambda: check_listing(raw, server="s"))
     assert [t.name for t in checked.tools] == ["good"]
     (refusal,) = checked.refused
     assert refusal.tool == "bad"
@@ -699,19 +686,19 @@ def test_a_hostile_input_schema_refuses_its_tool_alone(label: str, frames: int) 
 
 
 _HOSTILE_ELSEWHERE = {
-    "outputSchema": ("outputSchema", _nest_dicts(100_000)),
-    "_meta": ("_meta", _nest_dicts(100_000)),
-    "unknown key": ("x-vendor", _nest_lists(100_000)),
-    "990 deep": ("_meta", _nest_dicts(990)),
+    "outputSchema": ("outputSchema", deep_value("objects", 100_000)),
+    "_meta": ("_meta", deep_value("objects", 100_000)),
+    "unknown key": ("x-vendor", deep_value("arrays", 100_000)),
+    "990 deep": ("_meta", deep_value("objects", 990)),
 }
 
 
-@pytest.mark.parametrize("frames", [0, 900])
+@pytest.mark.parametrize("deep", [False, True])
 @pytest.mark.parametrize("label", list(_HOSTILE_ELSEWHERE))
-def test_a_value_nested_too_deeply_refuses_its_tool_alone(label: str, frames: int) -> None:
+def test_a_value_nested_too_deeply_refuses_its_tool_alone(label: str, deep: bool) -> None:
     key, value = _HOSTILE_ELSEWHERE[label]
     raw = [{"name": "bad", key: value}, {"name": "good"}]
-    checked = _at_depth(frames, lambda: check_listing(raw, server="s"))
+    checked = _at_depth(deep, lambda: check_listing(raw, server="s"))
     assert [t.name for t in checked.tools] == ["good"]
     (refusal,) = checked.refused
     assert refusal.tool == "bad"
@@ -722,16 +709,16 @@ def test_a_value_nested_too_deeply_refuses_its_tool_alone(label: str, frames: in
     assert len(refusal.reason) < 300
 
 
-@pytest.mark.parametrize("frames", [0, 900])
-def test_deep_annotations_and_icons_refuse_their_tool_alone(frames: int) -> None:
+@pytest.mark.parametrize("deep", [False, True])
+def test_deep_annotations_and_icons_refuse_their_tool_alone(deep: bool) -> None:
     raw = [
-        {"name": "a", "annotations": {"x-hint": _nest_lists(100_000)}},
-        {"name": "b", "annotations": {"title": _nest_lists(100_000)}},
-        {"name": "c", "icons": [{"src": "s", "sizes": _nest_lists(100_000)}]},
-        {"name": "d", "execution": {"taskSupport": _nest_dicts(100_000)}},
+        {"name": "a", "annotations": {"x-hint": deep_value("arrays", 100_000)}},
+        {"name": "b", "annotations": {"title": deep_value("arrays", 100_000)}},
+        {"name": "c", "icons": [{"src": "s", "sizes": deep_value("arrays", 100_000)}]},
+        {"name": "d", "execution": {"taskSupport": deep_value("objects", 100_000)}},
         {"name": "good"},
     ]
-    checked = _at_depth(frames, lambda: check_listing(raw, server="s"))
+    checked = _at_depth(deep, lambda: check_listing(raw, server="s"))
     assert [t.name for t in checked.tools] == ["b", "good"]  # b: its bad title is dropped
     assert [r.tool for r in checked.refused] == ["a", "c", "d"]
     assert checked.refused[0].reason.startswith("too deeply nested to accept")
@@ -739,23 +726,73 @@ def test_deep_annotations_and_icons_refuse_their_tool_alone(frames: int) -> None
 
 
 def test_400_levels_outside_the_input_schema_are_accepted() -> None:
-    raw = [{"name": "ok", "_meta": _nest_dicts(400)}, {"name": "no", "_meta": _nest_dicts(401)}]
+    raw = [
+        {"name": "ok", "_meta": deep_value("objects", 400)},
+        {"name": "no", "_meta": deep_value("objects", 401)},
+    ]
     checked = check_listing(raw, server="s")
     assert [t.name for t in checked.tools] == ["ok"]
     assert [r.tool for r in checked.refused] == ["no"]
     small = SchemaBudget(max_depth=3)
-    raw = [{"name": "ok", "_meta": _nest_dicts(6)}, {"name": "no", "_meta": _nest_dicts(7)}]
+    raw = [
+        {"name": "ok", "_meta": deep_value("objects", 6)},
+        {"name": "no", "_meta": deep_value("objects", 7)},
+    ]
     assert [t.name for t in check_listing(raw, server="s", budget=small).tools] == ["ok"]
+
+
+def test_a_listing_parse_message_accepted_needs_no_nesting_walk() -> None:
+    # The deepest _meta a tools/list answer can carry past parse_message: 252 levels, under the
+    # 400 allowed, so nesting_bounded=True (the runtime's) gives the same outcome without walking.
+    def answer(depth: int) -> str:
+        meta = nest("objects", depth)
+        return f'{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"t","_meta":{meta}}}]}}}}'
+
+    with pytest.raises(InvalidMessage, match="more than 256 levels"):
+        parse_message(answer(MAX_JSON_DEPTH - 3))
+    message = parse_message(answer(MAX_JSON_DEPTH - 4))
+    assert isinstance(message, Response)
+    raw = message.result["tools"]
+    checked = check_listing(raw, server="s")
+    assert [t.name for t in checked.tools] == ["t"]
+    assert check_listing(raw, server="s", nesting_bounded=True) == checked
+    # The walk is skipped: the flag is the caller's word that nothing is deeper.
+    deeper = [{"name": "t", "_meta": deep_value("objects", 401)}]
+    assert check_listing(deeper, server="s", nesting_bounded=True).tools
+    # Unless the budget allows less than parse_message does: then it still walks.
+    small = SchemaBudget(max_depth=125)
+    shallow = check_listing(raw, server="s", budget=small, nesting_bounded=True)
+    assert shallow.refused[0].reason.startswith("too deeply nested to accept: more than 250")
+    assert (
+        check_listing(raw, server="s", budget=SchemaBudget(max_depth=126), nesting_bounded=True)
+        == checked
+    )
+
+
+def _nesting(value: Any) -> int:
+    """How many levels of arrays and objects ``value`` nests (recursive: small values only)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_nesting, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_nesting, value), default=0)
+    return 0
 
 
 @given(
     st.dictionaries(
-        st.sampled_from(["inputSchema", "outputSchema", "_meta", "x"]), _data | st.just([[[]]])
+        st.sampled_from(["inputSchema", "outputSchema", "_meta", "x-y"]), _data | st.just([[[]]])
     ),
     st.integers(1, 4),
 )
-def test_the_level_walk_and_the_path_walk_agree(entry: dict[str, Any], limit: int) -> None:
-    assert _nests_past(entry, limit) is (_nesting_past(entry, limit, "$") is not None)
+def test_too_deep_finds_a_value_past_the_limit_outside_the_input_schema(
+    entry: dict[str, Any], limit: int
+) -> None:
+    deepest = max((_nesting(v) for k, v in entry.items() if k != "inputSchema"), default=0)
+    path = _too_deep(entry, limit, "$.tools[3]")
+    assert (path is not None) is (deepest > limit)
+    if path is not None:
+        key = next(k for k, v in entry.items() if k != "inputSchema" and _nesting(v) > limit)
+        assert path.startswith(f"$.tools[3].{key}")
 
 
 @given(_data | st.lists(_data) | st.dictionaries(st.text(), _data))
@@ -765,8 +802,8 @@ def test_the_json_excerpt_is_the_start_of_json_dumps(value: Any) -> None:
 
 
 def test_the_json_excerpt_of_a_hostile_value_is_bounded() -> None:
-    deep = _nest_lists(100_000)
+    deep = deep_value("arrays", 100_000)
     assert _json_excerpt(deep) == "[" * 200
-    assert _near_the_limit(lambda: _json_excerpt(_nest_lists(990))) == "[" * 200
+    assert _near_the_limit(lambda: _json_excerpt(deep_value("arrays", 990))) == "[" * 200
     wide = list(range(1_000_000))
     assert _json_excerpt(wide) == json.dumps(wide[:60])[:200]

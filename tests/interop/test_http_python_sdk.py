@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 import trio
-import trio.testing
 
 from tests.interop.servers.http_process import HttpServerProcess, python_http_server
+from tests.interop.support import CALL_BOUND
 from trio_mcp.actors import (
     RetryPolicy,
     Runtime,
@@ -216,18 +216,25 @@ async def test_a_killed_server_fails_the_call_promptly_and_is_reconnected_when_b
 ) -> None:
     async with ready(server_config(killable.url("/mcp"))) as rt:
         caught: list[ServerDisconnected] = []
+        failed = trio.Event()
+        tag = f"killed-{os.getpid()}"
 
         async def doomed() -> None:
             with pytest.raises(ServerDisconnected) as raised:
-                await rt.call("mcp_py_slow", {"seconds": 30})
+                await rt.call("mcp_py_slow", {"seconds": 30, "tag": tag})
             caught.append(raised.value)
+            failed.set()
 
         with trio.fail_after(BOUND), rt.events() as events:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(doomed)
-                await trio.testing.wait_all_tasks_blocked()  # the call is out, waiting
+                # the server is serving the call (its log has no event to wait on: polled)
+                while f"slow started {tag}" not in killable.tail(50):  # noqa: ASYNC110
+                    await trio.sleep(0.02)
                 killable.kill()
-            # promptly: a ServerDisconnected, not the call's own 30 s (or its timeout)
+                # promptly: a ServerDisconnected, not the call's own 30 s (or its 20 s timeout)
+                with trio.fail_after(CALL_BOUND):
+                    await failed.wait()
             assert caught[0].sent is True
             async for event in events:  # the tools withdrawn, then RECONNECTING
                 if getattr(event, "new", None) is ServerState.RECONNECTING:

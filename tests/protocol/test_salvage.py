@@ -15,6 +15,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from tests.protocol.hostile_json import at_depth
 from trio_mcp.protocol import (
     ErrorObject,
     ErrorResponse,
@@ -28,13 +29,6 @@ from trio_mcp.protocol import (
     salvage_response_ids,
     serialize,
 )
-
-
-def at_depth(frames: int, fn: Any, *args: Any) -> Any:
-    """Call ``fn(*args)`` from a stack ``frames`` Python frames deeper than the caller's."""
-    if frames <= 0:
-        return fn(*args)
-    return at_depth(frames - 1, fn, *args)
 
 
 def refused(data: bytes | str, *, allow_batch: bool = False) -> bool:

@@ -558,6 +558,7 @@ class Session:
             include=self.config.tools_include,
             exclude=self.config.tools_exclude,
             policy=self.runtime.security_policy,
+            nesting_bounded=True,  # every entry comes from a frame parse_message bounded
         )
         limit = self.runtime.offload_chars
         if json_size(raw, limit=limit) > limit:

@@ -378,7 +378,7 @@ async def test_a_long_call_never_holds_up_another() -> None:
         closed_cleanly(t, inbox)
 
 
-async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
+async def test_a_request_waits_for_a_free_slot_beyond_max_in_flight() -> None:
     release, slow = slow_tool()
     async with fake_server() as (fake, server):
         fake.tools["slow"] = slow
@@ -390,6 +390,7 @@ async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
                 await trio.testing.wait_all_tasks_blocked()
             assert fake.methods().count("tools/call") == 1
             assert (t.statistics().in_flight, t.statistics().queued) == (1, 0)  # the pump has it
+            assert t.statistics().waiting == 1  # in a task of its own
             released_at = trio.current_time()
             release.set()
             answers = {(await take_json(inbox))["id"] for _ in range(2)}
@@ -397,6 +398,56 @@ async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
         closed_cleanly(t, inbox)
         [third] = [r for r in server.by_method("POST") if r.json().get("id") == 3]
         assert third.at >= released_at
+
+
+async def test_messages_never_wait_behind_a_request_waiting_for_a_slot() -> None:
+    # A notification, or the answer to a server request (which a call may be waiting for on
+    # the server's side), goes out while a request waits for a free slot.
+    release, slow = slow_tool()
+    answer = response(99, {"roots": []})
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # holds the only slot
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: "tools/call" in fake.methods())
+            await t.send(call(3, "echo", text="x"))  # waits for the slot
+            await t.send(notification("notifications/roots/list_changed"))
+            await t.send(json.dumps(answer).encode())
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: answer in fake.messages)
+            assert fake.methods()[-2:] == ["tools/call", "notifications/roots/list_changed"]
+            assert (t.statistics().in_flight, t.statistics().waiting) == (1, 1)
+            release.set()
+            assert {(await take_json(inbox))["id"] for _ in range(2)} == {2, 3}
+        closed_cleanly(t, inbox)
+        assert [m.get("id") for m in fake.messages if m.get("method") == "tools/call"] == [2, 3]
+
+
+async def test_a_cancel_goes_out_past_a_waiting_request_and_frees_its_slot() -> None:
+    # The slot holder times out: its cancel goes out, its stream is closed, and its slot goes
+    # to the next request; a cancel for a request still waiting stops it before its POST.
+    release, slow = slow_tool()
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # holds the only slot
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: "tools/call" in fake.methods())
+            await t.send(call(3, "echo", text="never"))  # waits for the slot
+            await t.send(call(4, "echo", text="after"))  # waits behind it
+            await t.send(notification("notifications/cancelled", {"requestId": 3}))
+            await t.send(notification("notifications/cancelled", {"requestId": 2}))
+            assert await take_json(inbox) == response(4, text_result("after"))
+            assert t.statistics().waiting == 0
+            release.set()
+        [end] = the_rest(inbox)  # no answer, no failure for the cancelled calls
+        assert isinstance(end, ConnectionEnded)
+        assert end.unsent == frozenset({3})  # it never left
+        calls = [m.get("id") for m in fake.messages if m.get("method") == "tools/call"]
+        assert calls == [2, 4]
 
 
 async def test_an_initialize_never_waits_for_a_slot() -> None:
@@ -689,7 +740,7 @@ async def test_requests_that_never_left_are_unsent_in_the_end() -> None:
         async with opened(params(server, max_in_flight=1)) as (t, inbox):
             await initialize(t, inbox)
             await t.send(call(2, "slow"))  # takes the only slot
-            t.send_nowait(call(3, "echo", text=big))  # the pump takes it, and waits for a slot
+            t.send_nowait(call(3, "echo", text=big))  # the pump takes it; it waits for a slot
             with trio.fail_after(BOUND):
                 await trio.testing.wait_all_tasks_blocked()
             assert t.statistics().queued == 0
@@ -1097,7 +1148,7 @@ async def test_a_frame_waiting_for_a_slot_is_held_when_the_session_expires() -> 
             await t.send(call(2, "slow"))
             with trio.fail_after(BOUND):
                 await started.wait()
-            await t.send(call(3, "echo", text="waited"))  # the pump waits for the slot
+            await t.send(call(3, "echo", text="waited"))  # it waits for the slot
             fake.expire()
             await streams[0].drop()
             assert (await take_notice(inbox)).lost == (2,)

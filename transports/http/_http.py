@@ -12,14 +12,18 @@ How messages move
   (``Mcp-Session-Id``) once the server gave one, and ``MCP-Protocol-Version`` once
   :meth:`~HttpTransport.set_protocol_version` went through the outbox (after the handshake).
   The session id and the version are those of the moment the pump takes the frame.
-- A POSTed *request* runs in a task of its own, so a long call never holds up another; the
-  pump starts at most ``max_in_flight`` of them at once and waits for a free slot before the
-  next (an ``initialize`` never waits). The server answers with one JSON body or with an SSE
-  stream (events with empty data, such as priming events, and comments are skipped), and every
-  message of the answer goes up into the sink. Once an SSE answer holds every response it was
-  waiting for, it is read no further, except that its end (which the server sends right after
-  the response) is waited for briefly, so that the connection serves the next request instead of
-  being closed; the same goes for the empty body of a 202.
+- A POSTed *request* runs in a task of its own, so a long call never holds up another. At most
+  ``max_in_flight`` requests are POSTed at once; a further one waits for a free slot in its own
+  task, the waiting ones in the order the pump took them (an ``initialize``, and a frame given
+  to ``send_now``, never wait). The pump itself never waits for a slot: the later items of the
+  outbox (notifications, answers to server requests, ability calls; later requests join the
+  queue) go on meanwhile, and a ``notifications/cancelled`` for a request still waiting stops it
+  before it is POSTed. The server answers with one JSON body or with an SSE stream (events with
+  empty data, such as priming events, and comments are skipped), and every message of the
+  answer goes up into the sink. Once an SSE answer holds every response it was waiting for, it
+  is read no further, except that its end (which the server sends right after the response) is
+  waited for briefly, so that the connection serves the next request instead of being closed;
+  the same goes for the empty body of a 202.
 - A *notification* or a *response* is POSTed by the pump itself, which takes the next item once
   the server accepted it (202), so the server sees them in order (``notifications/initialized``
   before the next request). A refused one is logged as a warning; nobody waits for it.
@@ -89,6 +93,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Final, Literal
@@ -167,23 +172,34 @@ def _valid_session_id(value: str) -> bool:
 
 @attrs.define(eq=False)
 class _Stream:
-    """The answer to one POSTed request (the ``seq``-th frame the pump took): its SSE stream
-    and the GETs that resume it. The session id and protocol version are those of the moment
-    the pump took the request."""
+    """One POSTed request (the ``seq``-th frame the pump took), from the moment the pump took
+    it: its wait for a slot, its answer's SSE stream, and the GETs that resume it. The session
+    id and protocol version are those of the moment the pump took the request."""
 
     seq: int
+    frame: bytes
+    out: Outgoing
     deciding: trio.Event | None
     ids: set[RequestId]
-    method: str
     session_id: str | None
     version: str | None
     parser: SseParser
+    #: Its place among the ``max_in_flight`` slots: ``"free"`` (an initialize or a frame sent
+    #: with ``send_now``: it never waits), ``"waiting"`` (in the queue for one), ``"taken"``
+    #: (it holds one until its task ends).
+    slot: Literal["free", "waiting", "taken"]
+    #: Set when a slot is handed to it while it waits.
+    granted: trio.Event = attrs.Factory(trio.Event)
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     #: Events with data seen on it (all connections), to tell progress when resuming.
     events: int = 0
     #: An event over max_frame_bytes that was skipped: the call fails with it if its response
     #: does not arrive.
     too_large: FrameTooLarge | None = None
+
+    @property
+    def method(self) -> str:
+        return self.out.label
 
 
 @attrs.define(eq=False)
@@ -206,10 +222,10 @@ class HttpTransport(HttpTransportBase):
     #: fallback to HTTP+SSE, and during the fallback: the pump waits for it.
     _falling_back: trio.Event | None = attrs.field(default=None, init=False)
     _legacy: LegacyConnection | None = attrs.field(default=None, init=False)
-    #: Slots taken by requests in flight (at most max_in_flight), and the pump's wake-up when
-    #: one is freed or the transport starts holding frames.
+    #: Slots taken by requests (at most max_in_flight), and the requests waiting for one, in
+    #: the order the pump took them: a freed slot goes to the first.
     _slots_taken: int = attrs.field(default=0, init=False)
-    _pump_wake: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _slot_queue: deque[_Stream] = attrs.field(factory=deque, init=False)
     _awaiting: dict[RequestId, _Stream] = attrs.field(factory=dict, init=False)
     #: Since the session expired: frames are held until resume() or discard_held().
     _holding: bool = attrs.field(default=False, init=False)
@@ -220,7 +236,8 @@ class HttpTransport(HttpTransportBase):
     _taken: int = attrs.field(default=0, init=False)
     _get_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _get_state: str = attrs.field(default="off", init=False)
-    _in_flight: int = attrs.field(default=0, init=False)
+    #: The requests the pump took whose tasks have not ended (waiting for a slot, or POSTed).
+    _requests: set[_Stream] = attrs.field(factory=set, init=False)
     _resumptions: int = attrs.field(default=0, init=False)
     _expiries: int = attrs.field(default=0, init=False)
 
@@ -258,7 +275,8 @@ class HttpTransport(HttpTransportBase):
             resumptions=self._resumptions,
             frames_received=self._frames_received,
             queued=len(self._outbox),
-            in_flight=self._in_flight,
+            in_flight=len(self._requests) - len(self._slot_queue),
+            waiting=len(self._slot_queue),
             held=len(self._held),
             session_expiries=self._expiries,
             get_stream=self._get_state,
@@ -323,45 +341,68 @@ class HttpTransport(HttpTransportBase):
 
     async def _dispatch(self, seq: int, frame: bytes, out: Outgoing, *, now: bool = False) -> None:
         """Send one frame, the ``seq``-th the pump took (in the pump): hold it, start its
-        request's task, or POST it."""
+        request's task, or POST it. The pump never waits for a slot: a request waits in its own
+        task, so the notifications and responses behind it go out meanwhile."""
         if self._holding and not now:
             self._hold(seq, frame, out)
             return
         if not out.requests:
+            # A cancelled request that still waits for a slot never goes out.
+            self._stop_cancelled(out, waiting_only=True)
             await self._post_message(seq, frame, out)
-            return
-        # An initialize never waits for a slot: the slots may all be held by long calls of a
-        # session that expired, and the new session must not wait for them.
-        slot = not now and out.method != "initialize"
-        if slot and not await self._take_slot():
-            self._hold(seq, frame, out)  # the session expired while the pump waited
             return
         deciding: trio.Event | None = None
         if out.method == "initialize" and self._may_fall_back:
             # Its answer says which transport the server speaks: the next items wait for it.
             deciding = self._falling_back = trio.Event()
-        self._in_flight += 1
-        self._tasks.start_soon(
-            self._post_request,
-            seq,
-            frame,
-            out,
-            self._session_id,
-            self._protocol_version,
-            slot,
-            deciding,
+        # An initialize never waits for a slot: the slots may all be held by long calls of a
+        # session that expired, and the new session must not wait for them.
+        slot: Literal["free", "waiting", "taken"] = "free"
+        if not now and out.method != "initialize":
+            if self._slot_queue or self._slots_taken >= self._params.max_in_flight:
+                slot = "waiting"
+            else:
+                slot, self._slots_taken = "taken", self._slots_taken + 1
+        stream = _Stream(
+            seq=seq,
+            frame=frame,
+            out=out,
+            deciding=deciding,
+            ids=set(out.requests),
+            session_id=self._session_id,
+            version=self._protocol_version,
+            parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
+            slot=slot,
         )
+        self._requests.add(stream)
+        if slot == "waiting":
+            self._slot_queue.append(stream)
+        for request_id in out.requests:
+            self._awaiting[request_id] = stream  # so that a cancel finds it, even waiting
+        self._tasks.start_soon(self._post_request, stream)
 
-    async def _take_slot(self) -> bool:
-        """Wait for one of the ``max_in_flight`` slots; False when the transport started
-        holding frames meanwhile (the frame is then held, not sent)."""
-        while not self._holding:
-            if self._slots_taken < self._params.max_in_flight:
-                self._slots_taken += 1
-                return True
-            self._pump_wake = trio.Event()
-            await self._pump_wake.wait()
-        return False
+    def _release_slot(self, stream: _Stream) -> None:
+        """``stream`` gives up its slot or its place in the queue (synchronously): a freed slot
+        goes to the first request waiting."""
+        if stream.slot == "waiting":
+            self._slot_queue.remove(stream)
+        elif stream.slot == "taken":
+            if self._slot_queue:
+                first = self._slot_queue.popleft()
+                first.slot = "taken"
+                first.granted.set()
+            else:
+                self._slots_taken -= 1
+        stream.slot = "free"
+
+    def _hold_waiting(self) -> None:
+        """The transport started holding frames: the requests waiting for a slot are held
+        instead (their tasks stop), in the order the pump took them."""
+        for stream in tuple(self._slot_queue):
+            self._release_slot(stream)
+            stream.ids.clear()
+            stream.scope.cancel()
+            self._hold(stream.seq, stream.frame, stream.out)
 
     def _hold(self, seq: int, frame: bytes, out: Outgoing) -> None:
         logger.debug("%s: holding %s until the new session is ready", self.info, out.label)
@@ -438,51 +479,45 @@ class HttpTransport(HttpTransportBase):
             self._stop_cancelled(out)
             return
 
-    def _stop_cancelled(self, out: Outgoing) -> None:
-        """We told the server to cancel these requests: stop reading their answers."""
+    def _stop_cancelled(self, out: Outgoing, *, waiting_only: bool = False) -> None:
+        """We told the server to cancel these requests: stop reading their answers. With
+        ``waiting_only`` (before the cancel is POSTed), only requests still waiting for a slot
+        are stopped: they never go out."""
         for request_id in out.cancels:
-            stream = self._awaiting.pop(request_id, None)
-            if stream is not None:
-                stream.ids.discard(request_id)
-                if not stream.ids:
-                    stream.scope.cancel()
+            stream = self._awaiting.get(request_id)
+            if stream is None or (waiting_only and stream.slot != "waiting"):
+                continue
+            del self._awaiting[request_id]
+            stream.ids.discard(request_id)
+            if not stream.ids:
+                if stream.slot == "waiting":
+                    self._release_slot(stream)  # now: the slot must not be handed to it
+                stream.scope.cancel()
 
-    async def _post_request(
-        self,
-        seq: int,
-        frame: bytes,
-        out: Outgoing,
-        session_id: str | None,
-        version: str | None,
-        slot: bool,
-        deciding: trio.Event | None,
-    ) -> None:
-        """POST a request and read its answer (resuming the stream if it breaks); ``slot`` says
-        whether it holds one of the ``max_in_flight`` slots; ``deciding`` is set when it is the
-        first initialize and its answer has said whether to fall back (the fallback sets it,
-        if there is one)."""
-        stream = _Stream(
-            seq=seq,
-            deciding=deciding,
-            ids=set(out.requests),
-            method=out.label,
-            session_id=session_id,
-            version=version,
-            parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
-        )
-        for request_id in out.requests:
-            self._awaiting[request_id] = stream
+    async def _post_request(self, stream: _Stream) -> None:
+        """Wait for a slot if the request needs one, then POST it and read its answer
+        (resuming the stream if it breaks). ``stream.deciding`` is set when it is the first
+        initialize and its answer has said whether to fall back (the fallback sets it, if
+        there is one)."""
         try:
             with stream.scope:
-                await self._answer_request(frame, out, stream)
+                if stream.slot == "waiting":
+                    await stream.granted.wait()
+                else:
+                    await trio.lowlevel.checkpoint_if_cancelled()  # stopped before it began
+                if self._holding and stream.slot == "taken":
+                    # The session expired since the pump took it: held, not sent.
+                    self._release_slot(stream)
+                    stream.ids.clear()
+                    self._hold(stream.seq, stream.frame, stream.out)
+                    return
+                await self._answer_request(stream.frame, stream.out, stream)
         finally:
             if stream.deciding is not None:
                 self._settled(stream.deciding)
-            self._in_flight -= 1
-            if slot:
-                self._slots_taken -= 1
-                self._pump_wake.set()
-            for request_id in out.requests:
+            self._requests.discard(stream)
+            self._release_slot(stream)
+            for request_id in stream.out.requests:
                 if self._awaiting.get(request_id) is stream:
                     del self._awaiting[request_id]
 
@@ -884,7 +919,7 @@ class HttpTransport(HttpTransportBase):
         self._session_id = None
         self._protocol_version = None
         self._holding = True
-        self._pump_wake.set()  # a pump waiting for a slot holds its frame instead
+        self._hold_waiting()
         # The GET stream is stopped once the notice is out: this may be its own task.
         get_scope, self._get_scope, self._get_state = self._get_scope, None, "off"
         expired = SessionExpired(

@@ -451,7 +451,9 @@ class HttpParameters:
       gave no ``retry`` field; ``max_resume_attempts``: how many attempts in a row may fail to
       bring anything new before a call whose stream broke is given up (outcome unknown).
     - ``max_in_flight``: requests whose answers may be awaited at once (each holds an HTTP
-      connection); a further ``send`` waits for a free slot.
+      connection). A further request waits for a free slot after the transport took it from
+      the outbox (``send`` does not wait for it); notifications and responses never wait for
+      one, nor do the requests and ability calls behind them.
     - ``legacy_fallback``: when the first ``initialize`` POST is answered 400, 404 or 405, try
       the legacy HTTP+SSE transport at the same URL (the specification's
       backward-compatibility rule).
@@ -685,8 +687,9 @@ class HttpStatistics:
     ``posts``, ``gets`` and ``deletes`` count HTTP requests by method; ``resumptions`` the GETs
     that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages taken
     up from the server (the last may still wait for room in the sink); ``queued`` the items
-    waiting in the outbox; ``in_flight`` the requests whose
-    answers are awaited now; ``held`` the frames held back since the session expired;
+    waiting in the outbox; ``in_flight`` the requests whose answers are awaited now;
+    ``waiting`` the requests taken from the outbox that wait for a free slot (at most
+    ``max_in_flight`` are in flight); ``held`` the frames held back since the session expired;
     ``session_expiries`` how often the server ended our session; ``get_stream`` the state of
     the stream for server-initiated messages (``"off"``, ``"connecting"``, ``"open"``,
     ``"unsupported"``, ``"failed"``).
@@ -702,6 +705,7 @@ class HttpStatistics:
     frames_received: int
     queued: int
     in_flight: int
+    waiting: int
     held: int
     session_expiries: int
     get_stream: str

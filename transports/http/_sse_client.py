@@ -330,6 +330,7 @@ class SseTransport(HttpTransportBase):
             frames_received=self._frames_received,
             queued=len(self._outbox),
             in_flight=0,
+            waiting=0,
             held=0,
             session_expiries=0,
             get_stream="open" if self._ended is None and not self._closing else "off",

@@ -61,6 +61,7 @@ from trio_mcp.transports._base import (
     open_inbox,
 )
 from trio_mcp.transports._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
+from trio_mcp.transports.http import _http_base
 from trio_mcp.transports.http._http import HttpTransport, open_http_transport
 from trio_mcp.transports.http._http_base import (
     OUTBOX_BYTES,
@@ -816,6 +817,40 @@ async def test_a_stream_left_open_after_its_answer_is_cut_after_a_moment() -> No
         assert t.statistics().resumptions == 0
     closed_cleanly(t, inbox)
     assert [r.connection for r in server.by_method("POST")] == [1, 2]
+
+
+@pytest.mark.parametrize("fallback", [True, False], ids=["fallback", "no-fallback"])
+async def test_the_next_message_goes_out_once_initialize_is_answered_not_once_its_stream_ends(
+    fallback: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The answer to initialize decides against the fallback, and gives the session id: the
+    # pump goes on with notifications/initialized then, while the initialize stream is open.
+    monkeypatch.setattr(_http_base, "_FINISH_BUDGET", 60.0)  # no cut after a moment
+    initialized = trio.Event()
+
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.method != "POST":
+            await reply.send(405)
+            return
+        message = request.json()
+        if message.get("method") == "initialize":
+            await reply.start(headers=[("mcp-session-id", "abc")])
+            await reply.event(json.dumps(response(1, {"protocolVersion": "2025-11-25"})))
+            await initialized.wait()  # the stream stays open until the next message
+            await reply.end()
+            return
+        assert request.header("mcp-session-id") == "abc"
+        initialized.set()
+        await reply.send(202)
+
+    async with serve_http(handler) as server:
+        async with opened(params(server, legacy_fallback=fallback)) as (t, inbox):
+            await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+            assert (await take_json(inbox))["id"] == 1
+            await t.send(notification("notifications/initialized"))
+            with trio.fail_after(BOUND):
+                await initialized.wait()
+        closed_cleanly(t, inbox)
 
 
 async def test_more_than_a_few_kib_after_the_answer_is_not_read() -> None:

@@ -592,6 +592,11 @@ class HttpTransport(HttpTransportBase):
         self._may_fall_back = False
         if out.method == "initialize" and not await self._adopt_session(response, stream):
             return "done"
+        if stream.deciding is not None:
+            # No fallback, and the next POST carries the session id: the pump goes on now,
+            # not once this answer's stream ends.
+            self._settled(stream.deciding)
+            stream.deciding = None
         kind = content_type(response)
         if response.status_code in (202, 204) or response.headers.get("content-length") == "0":
             # Accepted without an answer in the body: it may come on the GET stream.

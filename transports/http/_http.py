@@ -663,12 +663,12 @@ class HttpTransport(HttpTransportBase):
             stream.ids.clear()  # held, not failed: the server never processed it
             repost = await self._session_expired(stream.session_id, held=(stream.seq, frame, out))
             return "repost" if repost else "done"
-        if out.method == "initialize" and self._may_fall_back and error.status in (400, 404, 405):
+        done = stream.deciding  # set for the first initialize while it may fall back
+        if done is not None and self._may_fall_back and error.status in (400, 404, 405):
+            # The pump waits for ``done`` (it is _falling_back): the fallback sets it.
             self._may_fall_back = False
             stream.ids.clear()
-            done = stream.deciding if stream.deciding is not None else trio.Event()
             stream.deciding = None
-            self._falling_back = done
             self._tasks.start_soon(self._fall_back, frame, out, error, done)
             return "done"
         await self._fail_stream(stream, error, sent=True)

@@ -979,6 +979,27 @@ async def test_a_dropped_answer_stream_is_resumed_with_last_event_id_after_retry
         assert 0.15 <= get.at - dropped_at[0] < 1.0
 
 
+async def test_a_retry_of_zero_still_leaves_a_moment_before_resuming() -> None:
+    dropped_at: list[float] = []
+
+    async def dropping(call: ToolCall) -> Any:
+        assert call.stream is not None
+        await call.stream.drop(clean=True)
+        dropped_at.append(trio.current_time())
+        return text_result("after the drop")  # kept until the client resumes
+
+    async with fake_server(retry_ms=0) as (fake, server):
+        fake.tools["drop"] = dropping
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "drop"))
+            assert await take_json(inbox) == response(2, text_result("after the drop"))
+            assert t.statistics().resumptions == 1
+        closed_cleanly(t, inbox)
+    (get,) = [r for r in server.by_method("GET") if r.header("last-event-id") is not None]
+    assert get.at - dropped_at[0] >= 0.1  # _MIN_POLL: a server's retry: 0 is no busy loop
+
+
 async def test_without_event_ids_a_dropped_stream_is_lost_with_outcome_unknown() -> None:
     async def dropping(call: ToolCall) -> Any:
         assert call.stream is not None

@@ -30,8 +30,8 @@ How messages move
 - A JSON array (a 2025-03-26 batch), in a JSON body or in an event, is split into messages.
 - The first :meth:`~HttpTransport.set_protocol_version` also opens the GET stream for messages
   the server sends on its own; 405 means the server offers none. A GET stream that ends is
-  reopened after the server's ``retry`` (or ``reconnect_delay``), with ``Last-Event-ID`` when it
-  had event ids.
+  reopened after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s, whatever the
+  server says), with ``Last-Event-ID`` when it had event ids.
 
 Failures of one request
 -----------------------
@@ -41,8 +41,8 @@ and are never disguised as JSON-RPC errors:
 - an error status answering a POSTed request: :class:`HttpStatusError` (status and an excerpt of
   the body), ``sent=True``;
 - a response stream that ends or breaks before its response: it is resumed with a GET carrying
-  ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``), up to
-  ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
+  ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s), up
+  to ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
   id, 405) or fails, :class:`ServerDisconnected` with ``sent=True``: the outcome is unknown;
 - an answer over ``max_frame_bytes``: :class:`FrameTooLarge`;
 - a POST that failed before it started to go out on a connection (no free connection within
@@ -154,7 +154,8 @@ _NO_VALID_SESSION: Final = re.compile(
     r"no valid session|session not found|unknown session|invalid session|session (has )?expired",
     re.IGNORECASE,
 )
-#: The least wait between two GETs of the stream for server-initiated messages.
+#: The least wait before a GET that reopens the stream for server-initiated messages or resumes
+#: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
 
 #: What follows the answer to a POSTed request: nothing more, resuming its stream, or POSTing
@@ -728,8 +729,7 @@ class HttpTransport(HttpTransportBase):
                 await self._lost(stream, why)
                 return
             attempts += 1
-            retry = stream.parser.retry
-            await trio.sleep(retry / 1000 if retry is not None else params.reconnect_delay)
+            await trio.sleep(self._retry_delay(stream.parser))
             what = f"resuming the answer to {stream.method} at {self.info.detail}"
             headers = self._headers(
                 accept=ACCEPT_SSE,
@@ -769,6 +769,14 @@ class HttpTransport(HttpTransportBase):
             else:
                 await self._lost(stream, f"{reason}, and resuming it failed ({error})")
             return
+
+    def _retry_delay(self, parser: SseParser) -> float:
+        """Seconds to wait before a GET that reopens or resumes a stream: the server's last
+        ``retry`` (else ``reconnect_delay``), never less than ``_MIN_POLL``, so that a server
+        sending ``retry: 0`` gets no GETs back to back."""
+        retry = parser.retry
+        delay = retry / 1000 if retry is not None else self._params.reconnect_delay
+        return max(delay, _MIN_POLL)
 
     async def _lost(self, stream: _Stream, why: str) -> None:
         error = ServerDisconnected(
@@ -831,9 +839,7 @@ class HttpTransport(HttpTransportBase):
                         self._get_state = "failed"
                         logger.warning("%s: gave up %s: %s", self.info, what, error)
                         return
-                retry = parser.retry
-                delay = retry / 1000 if retry is not None else self._params.reconnect_delay
-                await trio.sleep(max(delay, _MIN_POLL))
+                await trio.sleep(self._retry_delay(parser))
 
     async def _read_get_events(self, response: httpx.Response, parser: SseParser) -> None:
         def oversized(exc: FrameTooLarge) -> None:

@@ -448,7 +448,8 @@ class HttpParameters:
       waiting to the call's own timeout, since a long tool call may be silent for long.
     - ``close_timeout``: the bound on the ``DELETE`` that ends the session on close.
     - ``reconnect_delay``: seconds to wait before resuming a broken SSE stream when the server
-      gave no ``retry`` field; ``max_resume_attempts``: how many attempts in a row may fail to
+      gave no ``retry`` field (Streamable HTTP waits at least 0.1 s, whatever either says);
+      ``max_resume_attempts``: how many attempts in a row may fail to
       bring anything new before a call whose stream broke is given up (outcome unknown).
     - ``max_in_flight``: requests whose answers may be awaited at once (each holds an HTTP
       connection). A further request waits for a free slot after the transport took it from

@@ -136,6 +136,7 @@ from ._http_base import (
     log_request,
     make_client,
     map_http_errors,
+    not_sent,
     open_stream,
     parse_events,
     read_body,
@@ -523,13 +524,7 @@ class HttpTransport(HttpTransportBase):
                     del self._awaiting[request_id]
 
     async def _answer_request(self, frame: bytes, out: Outgoing, stream: _Stream) -> None:
-        left = False
-
-        def sending() -> None:
-            nonlocal left
-            left = True
-            self._not_left.difference_update(out.requests)
-
+        departure = self._departure(out)
         while True:
             what = f"POST {out.label} to {self.info.detail}"
             headers = self._headers(
@@ -550,7 +545,7 @@ class HttpTransport(HttpTransportBase):
                         self._url,
                         content=frame,
                         headers=headers,
-                        on_sending=sending,
+                        on_sending=departure.sending,
                     ) as response:
                         step = await self._read_answer(frame, out, stream, response)
             except ConnectError as exc:
@@ -558,9 +553,8 @@ class HttpTransport(HttpTransportBase):
                 await self._cannot_connect(ids, exc)
                 return
             except TransportClosed as exc:
-                if not left:  # no free connection in time: it never went out
-                    error = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
-                    await self._fail_stream(stream, error, sent=False)
+                if not departure.left:  # no free connection in time: it never went out
+                    await self._fail_stream(stream, not_sent(exc), sent=False)
                     return
                 reason = str(exc)
             if step == "repost":

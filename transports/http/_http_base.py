@@ -240,6 +240,29 @@ async def open_stream(
                 await response.aclose()
 
 
+@attrs.define(eq=False)
+class Departure:
+    """Whether the POST of requests started to go out on a connection (:meth:`sending` is its
+    ``on_sending``, see :func:`open_stream`): before that, a failure (no connection, no free
+    one in the pool) or a cancellation means the server cannot have seen them. Their ids leave
+    ``not_left`` (the transport's: the requests reported unsent if the connection ends) then.
+    Made by :meth:`HttpTransportBase._departure`."""
+
+    not_left: set[RequestId]
+    requests: tuple[RequestId, ...]
+    left: bool = False
+
+    def sending(self) -> None:
+        """The request's headers start to be written: from now on it may have been seen."""
+        self.left = True
+        self.not_left.difference_update(self.requests)
+
+
+def not_sent(error: McpError) -> ServerDisconnected:
+    """The failure of a request that ``error`` stopped before it went out: safe to retry."""
+    return ServerDisconnected(f"{error}; the request was not sent", sent=False)
+
+
 async def consume(
     response: httpx.Response, take: Callable[[bytes], Awaitable[bool]], *, finish: bool = False
 ) -> bool:
@@ -1026,6 +1049,10 @@ class HttpTransportBase:
                 return
             self._not_left.discard(request_id)
 
+    def _departure(self, out: Outgoing) -> Departure:
+        """Watch whether the POST of ``out`` goes out (see :class:`Departure`)."""
+        return Departure(self._not_left, out.requests)
+
     async def _cannot_connect(self, ids: Iterable[RequestId], error: ConnectError) -> None:
         """A POST of the requests ``ids`` could not connect: they fail as never sent, and the
         connection ends (the server cannot be reached)."""
@@ -1037,7 +1064,7 @@ class HttpTransportBase:
     def _unreachable_for_call(self, error: ConnectError) -> McpError:
         if not self._reached:
             return error
-        return ServerDisconnected(f"{error}; the request was not sent", sent=False)
+        return not_sent(error)
 
     def _unreachable(self, error: TransportError) -> McpError:
         """The error that ends the connection when the server cannot be connected to."""

@@ -69,6 +69,7 @@ from ._http_base import (
     log_request,
     make_client,
     map_http_errors,
+    not_sent,
     open_stream,
     parse_events,
     read_body,
@@ -228,13 +229,7 @@ class LegacyConnection:
         headers = host._headers(accept=ACCEPT_POST, json_body=True, version=host._protocol_version)
         host._posts += 1
         log_request(f"{what} (HTTP+SSE)", headers)
-        left = False
-
-        def sending() -> None:
-            nonlocal left
-            left = True
-            host._not_left.difference_update(out.requests)
-
+        departure = host._departure(out)
         try:
             with map_http_errors(what):
                 async with open_stream(
@@ -244,7 +239,7 @@ class LegacyConnection:
                     content=frame,
                     headers=headers,
                     timeout=ack_timeout(host._params),
-                    on_sending=sending,
+                    on_sending=departure.sending,
                 ) as response:
                     if response.is_success:
                         await self._read_accepted(response, out)
@@ -255,9 +250,8 @@ class LegacyConnection:
             await host._cannot_connect(out.requests, exc)
             return
         except TransportClosed as exc:
-            if out.requests and not left:
-                unsent = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
-                await host._fail(out.requests, unsent, sent=False)
+            if out.requests and not departure.left:
+                await host._fail(out.requests, not_sent(exc), sent=False)
             elif out.requests:
                 lost = ServerDisconnected(f"{exc}: the outcome is unknown", sent=True)
                 await host._fail(out.requests, lost, sent=True)

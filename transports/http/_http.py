@@ -94,8 +94,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Final, Literal
 
 import attrs
@@ -114,7 +113,7 @@ from ...protocol._errors import (
 )
 from ...protocol._jsonrpc import RequestId
 from ...protocol._sse import SseParser
-from .._base import FrameSink, SessionExpiredNotice, TransportInfo, collapse_exception_group
+from .._base import FrameSink, SessionExpiredNotice, TransportInfo
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -134,10 +133,10 @@ from ._http_base import (
     discard_body,
     display_url,
     log_request,
-    make_client,
     map_http_errors,
     not_sent,
     open_stream,
+    open_transport,
     parse_events,
     read_body,
     read_excerpt,
@@ -1004,11 +1003,11 @@ class HttpTransport(HttpTransportBase):
             logger.warning("%s got no answer within %g s", what, self._params.close_timeout)
 
 
-@asynccontextmanager
-async def open_http_transport(
+def open_http_transport(
     params: HttpParameters, sink: FrameSink | None = None
-) -> AsyncIterator[HttpTransport]:
-    """Yield an :class:`HttpTransport` to the Streamable HTTP server at ``params.url``.
+) -> AbstractAsyncContextManager[HttpTransport]:
+    """``async with open_http_transport(params, sink) as t:`` yields an :class:`HttpTransport`
+    to the Streamable HTTP server at ``params.url``.
 
     What the server sends, and what the transport learns on its own, goes into ``sink`` (a
     channel bounded in bytes: an actor's mailbox); without one, into the transport's own inbox,
@@ -1018,19 +1017,4 @@ async def open_http_transport(
     exception raised in the block comes out as itself, not wrapped in an
     :class:`ExceptionGroup`.
     """
-    with collapse_exception_group():
-        client = make_client(params)
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                transport = HttpTransport(params=params, client=client, sink=sink)
-                await nursery.start(transport._host)
-                started = True
-                try:
-                    yield transport
-                finally:
-                    await transport.aclose()
-        finally:
-            if not started:
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await client.aclose()
+    return open_transport(HttpTransport, params, sink)

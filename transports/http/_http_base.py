@@ -1,5 +1,6 @@
 """What the two HTTP transports share: their parameters, header and URL hygiene, the mapping of
-httpx's exceptions, and the machinery of a message-level transport over HTTP requests.
+httpx's exceptions, the machinery of a message-level transport over HTTP requests, and the
+opener that runs one (:func:`open_transport`).
 
 :class:`HttpParameters` configures both the Streamable HTTP transport (:mod:`._http`) and the
 legacy HTTP+SSE transport (:mod:`._sse_client`). Over HTTP, one connection to a server is many
@@ -36,7 +37,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -71,6 +72,7 @@ from .._base import (
     RequestFailed,
     TransportEvent,
     TransportInfo,
+    collapse_exception_group,
     open_inbox,
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
@@ -948,6 +950,11 @@ class HttpTransportBase:
 
     # ------------------------------------------------------------------ for subclasses
 
+    async def _connect(self) -> None:
+        """What the transport does once its tasks run, before :func:`open_transport` hands it
+        to its user (nothing here; HTTP+SSE waits for its ``endpoint`` event). What it raises
+        comes out of the opener's ``async with``, after the transport is closed."""
+
     async def _shut_down(self) -> None:
         """Transport-specific closing (the DELETE of a session). Shielded by the caller."""
 
@@ -1074,3 +1081,35 @@ class HttpTransportBase:
             f"the server at {self.info.detail} cannot be reached any more ({error}); it may have "
             "stopped or restarted"
         )
+
+
+_Transport = TypeVar("_Transport", bound=HttpTransportBase)
+
+
+@asynccontextmanager
+async def open_transport(
+    cls: type[_Transport], params: HttpParameters, sink: FrameSink | None
+) -> AsyncIterator[_Transport]:
+    """Run a transport of class ``cls`` in a nursery of its own and yield it once it is
+    connected (:meth:`HttpTransportBase._connect`); leaving the block closes it
+    (:meth:`HttpTransportBase.aclose`), even when the block is cancelled. An exception raised in
+    the block, or by connecting, comes out as itself, not wrapped in an
+    :class:`ExceptionGroup`. The HTTP client is closed in any case (by ``aclose``, or here,
+    bounded, when the transport never ran)."""
+    with collapse_exception_group():
+        client = make_client(params)
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                transport = cls(params=params, client=client, sink=sink)
+                await nursery.start(transport._host)
+                started = True
+                try:
+                    await transport._connect()
+                    yield transport
+                finally:
+                    await transport.aclose()
+        finally:
+            if not started:
+                with trio.CancelScope(shield=True), trio.move_on_after(_CLIENT_CLOSE_BUDGET):
+                    await client.aclose()

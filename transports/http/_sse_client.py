@@ -35,8 +35,7 @@ The same machinery serves the Streamable HTTP transport when it falls back to th
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 import attrs
@@ -53,7 +52,7 @@ from ...protocol._errors import (
     TransportClosed,
 )
 from ...protocol._sse import SseParser
-from .._base import FrameSink, TransportInfo, collapse_exception_group
+from .._base import FrameSink, TransportInfo
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -67,10 +66,10 @@ from ._http_base import (
     discard_body,
     display_url,
     log_request,
-    make_client,
     map_http_errors,
     not_sent,
     open_stream,
+    open_transport,
     parse_events,
     read_body,
     read_excerpt,
@@ -334,15 +333,17 @@ class SseTransport(HttpTransportBase):
         await self._legacy.post(frame, out)
 
     async def _connect(self) -> None:
+        """Open the event stream and wait for the ``endpoint`` event (raises like
+        :meth:`LegacyConnection.open`)."""
         await self._legacy.open()
 
 
-@asynccontextmanager
-async def open_sse_transport(
+def open_sse_transport(
     params: HttpParameters, sink: FrameSink | None = None
-) -> AsyncIterator[SseTransport]:
-    """Connect to the legacy HTTP+SSE server at ``params.url`` and yield its
-    :class:`SseTransport` once the server has sent its ``endpoint`` event.
+) -> AbstractAsyncContextManager[SseTransport]:
+    """``async with open_sse_transport(params, sink) as t:`` connects to the legacy HTTP+SSE
+    server at ``params.url`` and yields its :class:`SseTransport` once the server has sent its
+    ``endpoint`` event.
 
     What the server sends, and what the transport learns on its own, goes into ``sink``;
     without one, into the transport's own inbox, read with :meth:`SseTransport.receive`.
@@ -352,20 +353,4 @@ async def open_sse_transport(
     event stream (the end of the session), even when the block is cancelled; an exception raised
     in the block comes out as itself.
     """
-    with collapse_exception_group():
-        client = make_client(params)
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                transport = SseTransport(params=params, client=client, sink=sink)
-                await nursery.start(transport._host)
-                started = True
-                try:
-                    await transport._connect()
-                    yield transport
-                finally:
-                    await transport.aclose()
-        finally:
-            if not started:
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await client.aclose()
+    return open_transport(SseTransport, params, sink)

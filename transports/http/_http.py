@@ -80,13 +80,21 @@ Fallback to HTTP+SSE
 When the first ``initialize`` POST is answered 400, 404 or 405 (the 2025-11-25
 backward-compatibility rule), the transport GETs the same URL expecting an SSE stream whose first
 event is ``endpoint``; if that works it speaks the legacy transport (:mod:`._sse_client`) from
-then on and re-sends the ``initialize`` there, so the session does not notice (the pump waits
-meanwhile). Otherwise the ``initialize`` fails with the original :class:`HttpStatusError`.
+then on and re-sends the ``initialize`` there, so the session does not notice. Otherwise the
+``initialize`` fails with the original :class:`HttpStatusError`.
+
+While the fallback is possible (``legacy_fallback``, and no request answered with a success
+yet), the pump takes nothing after the first ``initialize`` until its answer says which
+transport the server speaks: a success status lets it go on at once (the session id adopted,
+before the answer's body is read), so that ``notifications/initialized`` carries the session
+id; a refusal with 400, 404 or 405, once the fallback is done or failed; any other end of the
+request (another status, a connection that broke), when its task ends.
 
 Closing sends ``DELETE`` with the session id (bounded by ``close_timeout``, shielded; 405 is
 fine), then closes every stream and the HTTP client. The last item in the sink is always a
 :class:`~trio_mcp.transports._base.ConnectionEnded` whose ``unsent`` names the requests that
-never left (still in the outbox, held, or waiting for a slot).
+never left (still in the outbox, held, waiting for a slot, or whose POST never started to go out
+on a connection).
 """
 
 from __future__ import annotations
@@ -180,6 +188,10 @@ class _Stream:
     seq: int
     frame: bytes
     out: Outgoing
+    #: For the first initialize while a fallback is possible: the event the pump waits for
+    #: (``_falling_back``). Set, and dropped from here, once the answer says which transport
+    #: the server speaks; handed to the fallback when it is refused; set at the latest when
+    #: the request's task ends.
     deciding: trio.Event | None
     ids: set[RequestId]
     session_id: str | None
@@ -211,16 +223,18 @@ class HttpTransport(HttpTransportBase):
 
     Concurrent ``send`` calls are allowed. Besides the contract it offers
     :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
-    :meth:`send_now`, :meth:`resume` and :meth:`discard_held`
-    (:class:`~trio_mcp.transports._base.ResumableTransport`), and :meth:`statistics`.
+    :meth:`send_now`, :meth:`resume`, :meth:`discard_held` and :meth:`end`
+    (:class:`~trio_mcp.transports._base.ResumableTransport`), :attr:`mode` and
+    :meth:`statistics`.
     """
 
     _url: httpx.URL = attrs.field(init=False)
     _where: str = attrs.field(init=False)  # display_url(_url), for messages
     _session_id: str | None = attrs.field(default=None, init=False)
     _may_fall_back: bool = attrs.field(default=True, init=False)
-    #: Set while the answer to the first initialize decides between Streamable HTTP and a
-    #: fallback to HTTP+SSE, and during the fallback: the pump waits for it.
+    #: The first initialize's ``deciding`` event, from the moment the pump takes it until its
+    #: answer says which transport the server speaks, or until the fallback is done: the pump
+    #: waits for it before its next item.
     _falling_back: trio.Event | None = attrs.field(default=None, init=False)
     _legacy: LegacyConnection | None = attrs.field(default=None, init=False)
     #: Slots taken by requests (at most max_in_flight), and the requests waiting for one, in
@@ -312,6 +326,8 @@ class HttpTransport(HttpTransportBase):
     # ------------------------------------------------------------------ the pump
 
     async def _apply(self, item: OutboxItem) -> None:
+        """Apply one outbox item (in the pump), once the first initialize's answer has said
+        which transport the server speaks (see ``_falling_back``)."""
         if self._falling_back is not None:
             await self._falling_back.wait()
         match item:
@@ -497,9 +513,9 @@ class HttpTransport(HttpTransportBase):
 
     async def _post_request(self, stream: _Stream) -> None:
         """Wait for a slot if the request needs one, then POST it and read its answer
-        (resuming the stream if it breaks). ``stream.deciding`` is set when it is the first
-        initialize and its answer has said whether to fall back (the fallback sets it, if
-        there is one)."""
+        (resuming the stream if it breaks). When it is the first initialize, its
+        ``stream.deciding`` is set by :meth:`_read_answer` (a success) or by the fallback
+        (see :meth:`_refused`), else here, when the task ends."""
         try:
             with stream.scope:
                 if stream.slot == "waiting":
@@ -652,7 +668,9 @@ class HttpTransport(HttpTransportBase):
     async def _refused(
         self, frame: bytes, out: Outgoing, stream: _Stream, error: HttpStatusError
     ) -> _Next:
-        """A POSTed request was answered with an error status."""
+        """A POSTed request was answered with an error status: held when it is an expiry of
+        its session; the fallback to HTTP+SSE for the first initialize while a fallback is
+        possible (400, 404, 405); otherwise its calls fail with ``error``."""
         if self._is_expiry(error, stream.session_id):
             stream.ids.clear()  # held, not failed: the server never processed it
             repost = await self._session_expired(stream.session_id, held=(stream.seq, frame, out))

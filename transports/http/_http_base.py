@@ -9,9 +9,11 @@ HTTP requests; both transports are actors in the manner of the contract
 
 - **Down**: ``send`` / ``send_nowait`` put a frame into the transport's outbox (a
   :class:`~trio_mcp.transports._channel.ByteChannel`, bounded in bytes), and so do the ability
-  methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume`` and
-  ``discard_held``), so that they apply in order with the frames. One task of the transport, the
-  *pump*, takes the outbox's items in order and starts the HTTP requests.
+  methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume``,
+  ``discard_held`` and ``end``), so that they apply in order with the frames. One task of the
+  transport, the *pump*, takes the outbox's items in order and applies each: it POSTs a frame
+  itself (HTTP+SSE: every frame; Streamable HTTP: notifications and responses), or starts a
+  task for it (a Streamable HTTP request, which may wait there for a free slot).
 - **Up**: whatever the server sends (a JSON body, each event of an SSE stream; a JSON array split
   into one frame per message) is put into the transport's sink, waiting for room: a full sink
   stops the tasks that read response bodies, so the server is slowed down (backpressure). What

@@ -346,7 +346,6 @@ class WebSocketTransport:
     _sink_closed: bool = attrs.field(default=False, init=False)
     #: Requests the writer took from the outbox but could not write at all.
     _unwritten: list[RequestId] = attrs.field(factory=list, init=False)
-    _send_refused: str | None = attrs.field(default=None, init=False)
     _close_code: int = attrs.field(default=_CLOSE_NORMAL, init=False)
     _close_text: str | None = attrs.field(default=None, init=False)
     _frames_sent: int = attrs.field(default=0, init=False)
@@ -401,23 +400,21 @@ class WebSocketTransport:
         :class:`TransportClosed` once the transport was closed or the connection ended.
         """
         item = self._outgoing(frame, request_id)
-        if (refusal := self._send_refusal()) is not None:
-            raise TransportClosed(refusal)
         try:
             self._outbox.send_nowait(item, item[2])
-        except trio.ClosedResourceError:
+        except trio.ClosedResourceError:  # closed by aclose() or by the end
             raise TransportClosed(self._refusal()) from None
 
     async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """:meth:`send_nowait`, waiting for room in the outbox. Raises like it (also when the
         connection ends while waiting: the frame was not sent)."""
         item = self._outgoing(frame, request_id)
-        if (refusal := self._send_refusal()) is not None:
-            await trio.lowlevel.checkpoint()
-            raise TransportClosed(refusal)
+        if self._closing or self._ended is not None:
+            await trio.lowlevel.checkpoint()  # a checkpoint, also when refused at once
+            raise TransportClosed(self._refusal())
         try:
             await self._outbox.send(item, item[2])
-        except trio.ClosedResourceError:
+        except trio.ClosedResourceError:  # closed by aclose() or by the end
             raise TransportClosed(self._refusal()) from None
 
     async def receive(self) -> bytes:
@@ -479,8 +476,7 @@ class WebSocketTransport:
                         logger.debug("closing the socket to %s: %s", self._peer, exc)
                 if self._started:
                     await self._tasks_done.wait()
-                    closed = self._closed_message()
-                    self._end(TransportClosed(closed), closed)
+                    self._end(TransportClosed(self._closed_message()))
                     self._finish()
         finally:
             self._close_done.set()
@@ -507,20 +503,23 @@ class WebSocketTransport:
             try:
                 message = await self._connection.get_message()
             except trio_websocket.ConnectionClosed as exc:
-                self._end(*self._ending(exc))
+                self._end(self._ending(exc))
                 break
             frame = message.encode("utf-8") if isinstance(message, str) else bytes(message)
             size = len(frame)
             if size > self._max_frame_bytes:
-                self._end(*self._oversized(self._max_frame_bytes))
+                self._end(self._oversized(self._max_frame_bytes))
                 break
             self._frames_received += 1
             self._bytes_received += size
             try:
                 await self._sink.send(frame, size)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                gone = f"nobody receives the messages of {self._peer} any more"
-                self._end(TransportClosed(gone), f"{gone}; the connection was given up")
+                gone = (
+                    f"nobody receives the messages of {self._peer} any more; the connection "
+                    "was given up"
+                )
+                self._end(TransportClosed(gone))
                 break
         assert self._ended is not None
         try:
@@ -587,24 +586,29 @@ class WebSocketTransport:
             ) from None
         return text, request_id, len(data)
 
-    def _send_refusal(self) -> str | None:
+    def _refusal(self) -> str:
+        """What a send is told once the outbox takes nothing more: it was closed by
+        :meth:`aclose`, or by :meth:`_end`, which decided why the connection ended."""
         if self._closing:
             return self._closed_message()
-        return self._send_refused
-
-    def _refusal(self) -> str:
-        return self._send_refusal() or f"the connection to {self._peer} ended"
+        assert self._ended is not None  # the outbox is closed only by aclose() and _end()
+        error = self._ended.error
+        if isinstance(error, FrameTooLarge):
+            return (
+                f"the connection to {self._peer} was given up after it sent a message over "
+                f"{error.limit} bytes (max_frame_bytes); reconnect, or raise the limit"
+            )
+        return str(error)
 
     def _closed_message(self) -> str:
         return f"the transport to {self._peer} was closed on this side; open a new one"
 
-    def _end(self, error: McpError, refusal: str) -> None:
-        """Decide the end of the connection, once: why, and which requests never left (those
-        still in the outbox, which takes no more). Synchronous."""
+    def _end(self, error: McpError) -> None:
+        """Decide the end of the connection, once: why (``error``, which later sends are told
+        too, see :meth:`_refusal`), and which requests never left (those still in the outbox,
+        which takes no more). Synchronous."""
         if self._ended is not None:
             return
-        if self._send_refused is None:
-            self._send_refused = refusal
         self._outbox.close()
         unsent = {request_id for _, request_id, _ in self._outbox.drain() if request_id is not None}
         unsent.update(self._unwritten)
@@ -623,12 +627,11 @@ class WebSocketTransport:
             logger.debug("the sink of %s is full or closed: it gets only its close", self._peer)
         self._sink.close()
 
-    def _ending(self, closed: trio_websocket.ConnectionClosed) -> tuple[McpError, str]:
-        """Why the connection ended (we closed it, the peer closed it, it was lost, or a
-        message passed the size limit of the underlying connection), and what a send is told."""
+    def _ending(self, closed: trio_websocket.ConnectionClosed) -> McpError:
+        """Why the connection ended: we closed it, the peer closed it, it was lost, or a
+        message passed the size limit of the underlying connection."""
         if self._closing:
-            message = self._closed_message()
-            return TransportClosed(message), message
+            return TransportClosed(self._closed_message())
         reason = closed.reason
         # trio-websocket closes its own receive side (ClosedResourceError) when a message
         # passes its limit; a close by the peer ends it from the sending side (EndOfChannel).
@@ -638,7 +641,7 @@ class WebSocketTransport:
             return self._oversized(int(match.group(1)) if match else self._max_frame_bytes)
         message = self._describe(reason)
         logger.info("%s", message)
-        return TransportClosed(message), message
+        return TransportClosed(message)
 
     def _describe(self, reason: trio_websocket.CloseReason | None) -> str:
         if reason is None:
@@ -658,21 +661,16 @@ class WebSocketTransport:
             return f"{self._peer} closed the connection (code 1000, normal closure{said})"
         return f"{self._peer} closed the connection with code {reason.code} ({reason.name}{said})"
 
-    def _oversized(self, limit: int) -> tuple[FrameTooLarge, str]:
+    def _oversized(self, limit: int) -> FrameTooLarge:
         logger.warning("%s sent a message over %d bytes; closing the connection", self._peer, limit)
         self._close_code = _CLOSE_TOO_BIG
         self._close_text = f"message over {limit} bytes"
-        error = FrameTooLarge(
+        return FrameTooLarge(
             f"{self._peer} sent a message (one WebSocket message) larger than {limit} bytes, so "
             "the connection was closed. If the server legitimately sends bigger messages, raise "
             f"max_frame_bytes (now {limit}) in its config",
             limit=limit,
         )
-        refusal = (
-            f"the connection to {self._peer} was given up after it sent a message over "
-            f"{limit} bytes (max_frame_bytes); reconnect, or raise the limit"
-        )
-        return error, refusal
 
 
 def _new_transport(

@@ -61,6 +61,7 @@ from trio_mcp.transports._base import (
     open_inbox,
 )
 from trio_mcp.transports._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
+from trio_mcp.transports.http import _http_base
 from trio_mcp.transports.http._http import HttpTransport, open_http_transport
 from trio_mcp.transports.http._http_base import (
     OUTBOX_BYTES,
@@ -378,7 +379,7 @@ async def test_a_long_call_never_holds_up_another() -> None:
         closed_cleanly(t, inbox)
 
 
-async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
+async def test_a_request_waits_for_a_free_slot_beyond_max_in_flight() -> None:
     release, slow = slow_tool()
     async with fake_server() as (fake, server):
         fake.tools["slow"] = slow
@@ -390,6 +391,7 @@ async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
                 await trio.testing.wait_all_tasks_blocked()
             assert fake.methods().count("tools/call") == 1
             assert (t.statistics().in_flight, t.statistics().queued) == (1, 0)  # the pump has it
+            assert t.statistics().waiting == 1  # in a task of its own
             released_at = trio.current_time()
             release.set()
             answers = {(await take_json(inbox))["id"] for _ in range(2)}
@@ -397,6 +399,56 @@ async def test_the_pump_waits_for_a_free_slot_beyond_max_in_flight() -> None:
         closed_cleanly(t, inbox)
         [third] = [r for r in server.by_method("POST") if r.json().get("id") == 3]
         assert third.at >= released_at
+
+
+async def test_messages_never_wait_behind_a_request_waiting_for_a_slot() -> None:
+    # A notification, or the answer to a server request (which a call may be waiting for on
+    # the server's side), goes out while a request waits for a free slot.
+    release, slow = slow_tool()
+    answer = response(99, {"roots": []})
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # holds the only slot
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: "tools/call" in fake.methods())
+            await t.send(call(3, "echo", text="x"))  # waits for the slot
+            await t.send(notification("notifications/roots/list_changed"))
+            await t.send(json.dumps(answer).encode())
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: answer in fake.messages)
+            assert fake.methods()[-2:] == ["tools/call", "notifications/roots/list_changed"]
+            assert (t.statistics().in_flight, t.statistics().waiting) == (1, 1)
+            release.set()
+            assert {(await take_json(inbox))["id"] for _ in range(2)} == {2, 3}
+        closed_cleanly(t, inbox)
+        assert [m.get("id") for m in fake.messages if m.get("method") == "tools/call"] == [2, 3]
+
+
+async def test_a_cancel_goes_out_past_a_waiting_request_and_frees_its_slot() -> None:
+    # The slot holder times out: its cancel goes out, its stream is closed, and its slot goes
+    # to the next request; a cancel for a request still waiting stops it before its POST.
+    release, slow = slow_tool()
+    async with fake_server() as (fake, server):
+        fake.tools["slow"] = slow
+        async with opened(params(server, max_in_flight=1)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "slow"))  # holds the only slot
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: "tools/call" in fake.methods())
+            await t.send(call(3, "echo", text="never"))  # waits for the slot
+            await t.send(call(4, "echo", text="after"))  # waits behind it
+            await t.send(notification("notifications/cancelled", {"requestId": 3}))
+            await t.send(notification("notifications/cancelled", {"requestId": 2}))
+            assert await take_json(inbox) == response(4, text_result("after"))
+            assert t.statistics().waiting == 0
+            release.set()
+        [end] = the_rest(inbox)  # no answer, no failure for the cancelled calls
+        assert isinstance(end, ConnectionEnded)
+        assert end.unsent == frozenset({3})  # it never left
+        calls = [m.get("id") for m in fake.messages if m.get("method") == "tools/call"]
+        assert calls == [2, 4]
 
 
 async def test_an_initialize_never_waits_for_a_slot() -> None:
@@ -689,7 +741,7 @@ async def test_requests_that_never_left_are_unsent_in_the_end() -> None:
         async with opened(params(server, max_in_flight=1)) as (t, inbox):
             await initialize(t, inbox)
             await t.send(call(2, "slow"))  # takes the only slot
-            t.send_nowait(call(3, "echo", text=big))  # the pump takes it, and waits for a slot
+            t.send_nowait(call(3, "echo", text=big))  # the pump takes it; it waits for a slot
             with trio.fail_after(BOUND):
                 await trio.testing.wait_all_tasks_blocked()
             assert t.statistics().queued == 0
@@ -765,6 +817,40 @@ async def test_a_stream_left_open_after_its_answer_is_cut_after_a_moment() -> No
         assert t.statistics().resumptions == 0
     closed_cleanly(t, inbox)
     assert [r.connection for r in server.by_method("POST")] == [1, 2]
+
+
+@pytest.mark.parametrize("fallback", [True, False], ids=["fallback", "no-fallback"])
+async def test_the_next_message_goes_out_once_initialize_is_answered_not_once_its_stream_ends(
+    fallback: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The answer to initialize decides against the fallback, and gives the session id: the
+    # pump goes on with notifications/initialized then, while the initialize stream is open.
+    monkeypatch.setattr(_http_base, "_FINISH_BUDGET", 60.0)  # no cut after a moment
+    initialized = trio.Event()
+
+    async def handler(request: HttpRequest, reply: Reply) -> None:
+        if request.method != "POST":
+            await reply.send(405)
+            return
+        message = request.json()
+        if message.get("method") == "initialize":
+            await reply.start(headers=[("mcp-session-id", "abc")])
+            await reply.event(json.dumps(response(1, {"protocolVersion": "2025-11-25"})))
+            await initialized.wait()  # the stream stays open until the next message
+            await reply.end()
+            return
+        assert request.header("mcp-session-id") == "abc"
+        initialized.set()
+        await reply.send(202)
+
+    async with serve_http(handler) as server:
+        async with opened(params(server, legacy_fallback=fallback)) as (t, inbox):
+            await t.send(request(1, "initialize", {"protocolVersion": "2025-11-25"}))
+            assert (await take_json(inbox))["id"] == 1
+            await t.send(notification("notifications/initialized"))
+            with trio.fail_after(BOUND):
+                await initialized.wait()
+        closed_cleanly(t, inbox)
 
 
 async def test_more_than_a_few_kib_after_the_answer_is_not_read() -> None:
@@ -891,6 +977,27 @@ async def test_a_dropped_answer_stream_is_resumed_with_last_event_id_after_retry
         assert get.header("mcp-protocol-version") == "2025-11-25"
         assert get.header("accept") == "text/event-stream"
         assert 0.15 <= get.at - dropped_at[0] < 1.0
+
+
+async def test_a_retry_of_zero_still_leaves_a_moment_before_resuming() -> None:
+    dropped_at: list[float] = []
+
+    async def dropping(call: ToolCall) -> Any:
+        assert call.stream is not None
+        await call.stream.drop(clean=True)
+        dropped_at.append(trio.current_time())
+        return text_result("after the drop")  # kept until the client resumes
+
+    async with fake_server(retry_ms=0) as (fake, server):
+        fake.tools["drop"] = dropping
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(call(2, "drop"))
+            assert await take_json(inbox) == response(2, text_result("after the drop"))
+            assert t.statistics().resumptions == 1
+        closed_cleanly(t, inbox)
+    (get,) = [r for r in server.by_method("GET") if r.header("last-event-id") is not None]
+    assert get.at - dropped_at[0] >= 0.1  # _MIN_POLL: a server's retry: 0 is no busy loop
 
 
 async def test_without_event_ids_a_dropped_stream_is_lost_with_outcome_unknown() -> None:
@@ -1097,7 +1204,7 @@ async def test_a_frame_waiting_for_a_slot_is_held_when_the_session_expires() -> 
             await t.send(call(2, "slow"))
             with trio.fail_after(BOUND):
                 await started.wait()
-            await t.send(call(3, "echo", text="waited"))  # the pump waits for the slot
+            await t.send(call(3, "echo", text="waited"))  # it waits for the slot
             fake.expire()
             await streams[0].drop()
             assert (await take_notice(inbox)).lost == (2,)
@@ -1505,12 +1612,15 @@ async def test_a_call_lost_with_the_session_fails_as_outcome_unknown() -> None:
         fake.tools["slow"] = slow
         async with runtime(server) as rt:
             caught: list[BaseException] = []
+            failed = trio.Event()
 
             async def lost() -> None:
                 try:
                     await rt.call("mcp_h_slow", {})
                 except ServerDisconnected as exc:
                     caught.append(exc)
+                finally:
+                    failed.set()
 
             with trio.fail_after(BOUND):
                 async with trio.open_nursery() as nursery:
@@ -1518,7 +1628,7 @@ async def test_a_call_lost_with_the_session_fails_as_outcome_unknown() -> None:
                     await started.wait()
                     fake.expire()
                     await streams[0].drop()
-                    await eventually(lambda: len(caught) == 1)
+                    await failed.wait()  # the call ended (the asserts below say how)
                     assert (await rt.call("mcp_h_echo", {"text": "fine"})).text == "fine"
             [error] = caught
             assert isinstance(error, ServerDisconnected) and error.sent is True

@@ -12,22 +12,26 @@ How messages move
   (``Mcp-Session-Id``) once the server gave one, and ``MCP-Protocol-Version`` once
   :meth:`~HttpTransport.set_protocol_version` went through the outbox (after the handshake).
   The session id and the version are those of the moment the pump takes the frame.
-- A POSTed *request* runs in a task of its own, so a long call never holds up another; the
-  pump starts at most ``max_in_flight`` of them at once and waits for a free slot before the
-  next (an ``initialize`` never waits). The server answers with one JSON body or with an SSE
-  stream (events with empty data, such as priming events, and comments are skipped), and every
-  message of the answer goes up into the sink. Once an SSE answer holds every response it was
-  waiting for, it is read no further, except that its end (which the server sends right after
-  the response) is waited for briefly, so that the connection serves the next request instead of
-  being closed; the same goes for the empty body of a 202.
+- A POSTed *request* runs in a task of its own, so a long call never holds up another. At most
+  ``max_in_flight`` requests are POSTed at once; a further one waits for a free slot in its own
+  task, the waiting ones in the order the pump took them (an ``initialize``, and a frame given
+  to ``send_now``, never wait). The pump itself never waits for a slot: the later items of the
+  outbox (notifications, answers to server requests, ability calls; later requests join the
+  queue) go on meanwhile, and a ``notifications/cancelled`` for a request still waiting stops it
+  before it is POSTed. The server answers with one JSON body or with an SSE stream (events with
+  empty data, such as priming events, and comments are skipped), and every message of the
+  answer goes up into the sink. Once an SSE answer holds every response it was waiting for, it
+  is read no further, except that its end (which the server sends right after the response) is
+  waited for briefly, so that the connection serves the next request instead of being closed;
+  the same goes for the empty body of a 202.
 - A *notification* or a *response* is POSTed by the pump itself, which takes the next item once
   the server accepted it (202), so the server sees them in order (``notifications/initialized``
   before the next request). A refused one is logged as a warning; nobody waits for it.
 - A JSON array (a 2025-03-26 batch), in a JSON body or in an event, is split into messages.
 - The first :meth:`~HttpTransport.set_protocol_version` also opens the GET stream for messages
   the server sends on its own; 405 means the server offers none. A GET stream that ends is
-  reopened after the server's ``retry`` (or ``reconnect_delay``), with ``Last-Event-ID`` when it
-  had event ids.
+  reopened after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s, whatever the
+  server says), with ``Last-Event-ID`` when it had event ids.
 
 Failures of one request
 -----------------------
@@ -37,8 +41,8 @@ and are never disguised as JSON-RPC errors:
 - an error status answering a POSTed request: :class:`HttpStatusError` (status and an excerpt of
   the body), ``sent=True``;
 - a response stream that ends or breaks before its response: it is resumed with a GET carrying
-  ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``), up to
-  ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
+  ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s), up
+  to ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
   id, 405) or fails, :class:`ServerDisconnected` with ``sent=True``: the outcome is unknown;
 - an answer over ``max_frame_bytes``: :class:`FrameTooLarge`;
 - a POST that failed before it started to go out on a connection (no free connection within
@@ -76,21 +80,29 @@ Fallback to HTTP+SSE
 When the first ``initialize`` POST is answered 400, 404 or 405 (the 2025-11-25
 backward-compatibility rule), the transport GETs the same URL expecting an SSE stream whose first
 event is ``endpoint``; if that works it speaks the legacy transport (:mod:`._sse_client`) from
-then on and re-sends the ``initialize`` there, so the session does not notice (the pump waits
-meanwhile). Otherwise the ``initialize`` fails with the original :class:`HttpStatusError`.
+then on and re-sends the ``initialize`` there, so the session does not notice. Otherwise the
+``initialize`` fails with the original :class:`HttpStatusError`.
+
+While the fallback is possible (``legacy_fallback``, and no request answered with a success
+yet), the pump takes nothing after the first ``initialize`` until its answer says which
+transport the server speaks: a success status lets it go on at once (the session id adopted,
+before the answer's body is read), so that ``notifications/initialized`` carries the session
+id; a refusal with 400, 404 or 405, once the fallback is done or failed; any other end of the
+request (another status, a connection that broke), when its task ends.
 
 Closing sends ``DELETE`` with the session id (bounded by ``close_timeout``, shielded; 405 is
 fine), then closes every stream and the HTTP client. The last item in the sink is always a
 :class:`~trio_mcp.transports._base.ConnectionEnded` whose ``unsent`` names the requests that
-never left (still in the outbox, held, or waiting for a slot).
+never left (still in the outbox, held, waiting for a slot, or whose POST never started to go out
+on a connection).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections import deque
+from contextlib import AbstractAsyncContextManager
 from typing import Final, Literal
 
 import attrs
@@ -109,7 +121,7 @@ from ...protocol._errors import (
 )
 from ...protocol._jsonrpc import RequestId
 from ...protocol._sse import SseParser
-from .._base import FrameSink, SessionExpiredNotice, TransportInfo, collapse_exception_group
+from .._base import FrameSink, SessionExpiredNotice, TransportInfo
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -129,9 +141,10 @@ from ._http_base import (
     discard_body,
     display_url,
     log_request,
-    make_client,
     map_http_errors,
+    not_sent,
     open_stream,
+    open_transport,
     parse_events,
     read_body,
     read_excerpt,
@@ -149,7 +162,8 @@ _NO_VALID_SESSION: Final = re.compile(
     r"no valid session|session not found|unknown session|invalid session|session (has )?expired",
     re.IGNORECASE,
 )
-#: The least wait between two GETs of the stream for server-initiated messages.
+#: The least wait before a GET that reopens the stream for server-initiated messages or resumes
+#: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
 
 #: What follows the answer to a POSTed request: nothing more, resuming its stream, or POSTing
@@ -167,23 +181,38 @@ def _valid_session_id(value: str) -> bool:
 
 @attrs.define(eq=False)
 class _Stream:
-    """The answer to one POSTed request (the ``seq``-th frame the pump took): its SSE stream
-    and the GETs that resume it. The session id and protocol version are those of the moment
-    the pump took the request."""
+    """One POSTed request (the ``seq``-th frame the pump took), from the moment the pump took
+    it: its wait for a slot, its answer's SSE stream, and the GETs that resume it. The session
+    id and protocol version are those of the moment the pump took the request."""
 
     seq: int
+    frame: bytes
+    out: Outgoing
+    #: For the first initialize while a fallback is possible: the event the pump waits for
+    #: (``_falling_back``). Set, and dropped from here, once the answer says which transport
+    #: the server speaks; handed to the fallback when it is refused; set at the latest when
+    #: the request's task ends.
     deciding: trio.Event | None
     ids: set[RequestId]
-    method: str
     session_id: str | None
     version: str | None
     parser: SseParser
+    #: Its place among the ``max_in_flight`` slots: ``"free"`` (an initialize or a frame sent
+    #: with ``send_now``: it never waits), ``"waiting"`` (in the queue for one), ``"taken"``
+    #: (it holds one until its task ends).
+    slot: Literal["free", "waiting", "taken"]
+    #: Set when a slot is handed to it while it waits.
+    granted: trio.Event = attrs.Factory(trio.Event)
     scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
     #: Events with data seen on it (all connections), to tell progress when resuming.
     events: int = 0
     #: An event over max_frame_bytes that was skipped: the call fails with it if its response
     #: does not arrive.
     too_large: FrameTooLarge | None = None
+
+    @property
+    def method(self) -> str:
+        return self.out.label
 
 
 @attrs.define(eq=False)
@@ -194,22 +223,24 @@ class HttpTransport(HttpTransportBase):
 
     Concurrent ``send`` calls are allowed. Besides the contract it offers
     :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
-    :meth:`send_now`, :meth:`resume` and :meth:`discard_held`
-    (:class:`~trio_mcp.transports._base.ResumableTransport`), and :meth:`statistics`.
+    :meth:`send_now`, :meth:`resume`, :meth:`discard_held` and :meth:`end`
+    (:class:`~trio_mcp.transports._base.ResumableTransport`), :attr:`mode` and
+    :meth:`statistics`.
     """
 
     _url: httpx.URL = attrs.field(init=False)
     _where: str = attrs.field(init=False)  # display_url(_url), for messages
     _session_id: str | None = attrs.field(default=None, init=False)
     _may_fall_back: bool = attrs.field(default=True, init=False)
-    #: Set while the answer to the first initialize decides between Streamable HTTP and a
-    #: fallback to HTTP+SSE, and during the fallback: the pump waits for it.
+    #: The first initialize's ``deciding`` event, from the moment the pump takes it until its
+    #: answer says which transport the server speaks, or until the fallback is done: the pump
+    #: waits for it before its next item.
     _falling_back: trio.Event | None = attrs.field(default=None, init=False)
     _legacy: LegacyConnection | None = attrs.field(default=None, init=False)
-    #: Slots taken by requests in flight (at most max_in_flight), and the pump's wake-up when
-    #: one is freed or the transport starts holding frames.
+    #: Slots taken by requests (at most max_in_flight), and the requests waiting for one, in
+    #: the order the pump took them: a freed slot goes to the first.
     _slots_taken: int = attrs.field(default=0, init=False)
-    _pump_wake: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _slot_queue: deque[_Stream] = attrs.field(factory=deque, init=False)
     _awaiting: dict[RequestId, _Stream] = attrs.field(factory=dict, init=False)
     #: Since the session expired: frames are held until resume() or discard_held().
     _holding: bool = attrs.field(default=False, init=False)
@@ -220,7 +251,8 @@ class HttpTransport(HttpTransportBase):
     _taken: int = attrs.field(default=0, init=False)
     _get_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _get_state: str = attrs.field(default="off", init=False)
-    _in_flight: int = attrs.field(default=0, init=False)
+    #: The requests the pump took whose tasks have not ended (waiting for a slot, or POSTed).
+    _requests: set[_Stream] = attrs.field(factory=set, init=False)
     _resumptions: int = attrs.field(default=0, init=False)
     _expiries: int = attrs.field(default=0, init=False)
 
@@ -258,7 +290,8 @@ class HttpTransport(HttpTransportBase):
             resumptions=self._resumptions,
             frames_received=self._frames_received,
             queued=len(self._outbox),
-            in_flight=self._in_flight,
+            in_flight=len(self._requests) - len(self._slot_queue),
+            waiting=len(self._slot_queue),
             held=len(self._held),
             session_expiries=self._expiries,
             get_stream=self._get_state,
@@ -293,6 +326,8 @@ class HttpTransport(HttpTransportBase):
     # ------------------------------------------------------------------ the pump
 
     async def _apply(self, item: OutboxItem) -> None:
+        """Apply one outbox item (in the pump), once the first initialize's answer has said
+        which transport the server speaks (see ``_falling_back``)."""
         if self._falling_back is not None:
             await self._falling_back.wait()
         match item:
@@ -323,45 +358,68 @@ class HttpTransport(HttpTransportBase):
 
     async def _dispatch(self, seq: int, frame: bytes, out: Outgoing, *, now: bool = False) -> None:
         """Send one frame, the ``seq``-th the pump took (in the pump): hold it, start its
-        request's task, or POST it."""
+        request's task, or POST it. The pump never waits for a slot: a request waits in its own
+        task, so the notifications and responses behind it go out meanwhile."""
         if self._holding and not now:
             self._hold(seq, frame, out)
             return
         if not out.requests:
+            # A cancelled request that still waits for a slot never goes out.
+            self._stop_cancelled(out, waiting_only=True)
             await self._post_message(seq, frame, out)
-            return
-        # An initialize never waits for a slot: the slots may all be held by long calls of a
-        # session that expired, and the new session must not wait for them.
-        slot = not now and out.method != "initialize"
-        if slot and not await self._take_slot():
-            self._hold(seq, frame, out)  # the session expired while the pump waited
             return
         deciding: trio.Event | None = None
         if out.method == "initialize" and self._may_fall_back:
             # Its answer says which transport the server speaks: the next items wait for it.
             deciding = self._falling_back = trio.Event()
-        self._in_flight += 1
-        self._tasks.start_soon(
-            self._post_request,
-            seq,
-            frame,
-            out,
-            self._session_id,
-            self._protocol_version,
-            slot,
-            deciding,
+        # An initialize never waits for a slot: the slots may all be held by long calls of a
+        # session that expired, and the new session must not wait for them.
+        slot: Literal["free", "waiting", "taken"] = "free"
+        if not now and out.method != "initialize":
+            if self._slot_queue or self._slots_taken >= self._params.max_in_flight:
+                slot = "waiting"
+            else:
+                slot, self._slots_taken = "taken", self._slots_taken + 1
+        stream = _Stream(
+            seq=seq,
+            frame=frame,
+            out=out,
+            deciding=deciding,
+            ids=set(out.requests),
+            session_id=self._session_id,
+            version=self._protocol_version,
+            parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
+            slot=slot,
         )
+        self._requests.add(stream)
+        if slot == "waiting":
+            self._slot_queue.append(stream)
+        for request_id in out.requests:
+            self._awaiting[request_id] = stream  # so that a cancel finds it, even waiting
+        self._tasks.start_soon(self._post_request, stream)
 
-    async def _take_slot(self) -> bool:
-        """Wait for one of the ``max_in_flight`` slots; False when the transport started
-        holding frames meanwhile (the frame is then held, not sent)."""
-        while not self._holding:
-            if self._slots_taken < self._params.max_in_flight:
-                self._slots_taken += 1
-                return True
-            self._pump_wake = trio.Event()
-            await self._pump_wake.wait()
-        return False
+    def _release_slot(self, stream: _Stream) -> None:
+        """``stream`` gives up its slot or its place in the queue (synchronously): a freed slot
+        goes to the first request waiting."""
+        if stream.slot == "waiting":
+            self._slot_queue.remove(stream)
+        elif stream.slot == "taken":
+            if self._slot_queue:
+                first = self._slot_queue.popleft()
+                first.slot = "taken"
+                first.granted.set()
+            else:
+                self._slots_taken -= 1
+        stream.slot = "free"
+
+    def _hold_waiting(self) -> None:
+        """The transport started holding frames: the requests waiting for a slot are held
+        instead (their tasks stop), in the order the pump took them."""
+        for stream in tuple(self._slot_queue):
+            self._release_slot(stream)
+            stream.ids.clear()
+            stream.scope.cancel()
+            self._hold(stream.seq, stream.frame, stream.out)
 
     def _hold(self, seq: int, frame: bytes, out: Outgoing) -> None:
         logger.debug("%s: holding %s until the new session is ready", self.info, out.label)
@@ -438,62 +496,50 @@ class HttpTransport(HttpTransportBase):
             self._stop_cancelled(out)
             return
 
-    def _stop_cancelled(self, out: Outgoing) -> None:
-        """We told the server to cancel these requests: stop reading their answers."""
+    def _stop_cancelled(self, out: Outgoing, *, waiting_only: bool = False) -> None:
+        """We told the server to cancel these requests: stop reading their answers. With
+        ``waiting_only`` (before the cancel is POSTed), only requests still waiting for a slot
+        are stopped: they never go out."""
         for request_id in out.cancels:
-            stream = self._awaiting.pop(request_id, None)
-            if stream is not None:
-                stream.ids.discard(request_id)
-                if not stream.ids:
-                    stream.scope.cancel()
+            stream = self._awaiting.get(request_id)
+            if stream is None or (waiting_only and stream.slot != "waiting"):
+                continue
+            del self._awaiting[request_id]
+            stream.ids.discard(request_id)
+            if not stream.ids:
+                if stream.slot == "waiting":
+                    self._release_slot(stream)  # now: the slot must not be handed to it
+                stream.scope.cancel()
 
-    async def _post_request(
-        self,
-        seq: int,
-        frame: bytes,
-        out: Outgoing,
-        session_id: str | None,
-        version: str | None,
-        slot: bool,
-        deciding: trio.Event | None,
-    ) -> None:
-        """POST a request and read its answer (resuming the stream if it breaks); ``slot`` says
-        whether it holds one of the ``max_in_flight`` slots; ``deciding`` is set when it is the
-        first initialize and its answer has said whether to fall back (the fallback sets it,
-        if there is one)."""
-        stream = _Stream(
-            seq=seq,
-            deciding=deciding,
-            ids=set(out.requests),
-            method=out.label,
-            session_id=session_id,
-            version=version,
-            parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
-        )
-        for request_id in out.requests:
-            self._awaiting[request_id] = stream
+    async def _post_request(self, stream: _Stream) -> None:
+        """Wait for a slot if the request needs one, then POST it and read its answer
+        (resuming the stream if it breaks). When it is the first initialize, its
+        ``stream.deciding`` is set by :meth:`_read_answer` (a success) or by the fallback
+        (see :meth:`_refused`), else here, when the task ends."""
         try:
             with stream.scope:
-                await self._answer_request(frame, out, stream)
+                if stream.slot == "waiting":
+                    await stream.granted.wait()
+                else:
+                    await trio.lowlevel.checkpoint_if_cancelled()  # stopped before it began
+                if self._holding and stream.slot == "taken":
+                    # The session expired since the pump took it: held, not sent.
+                    self._release_slot(stream)
+                    stream.ids.clear()
+                    self._hold(stream.seq, stream.frame, stream.out)
+                    return
+                await self._answer_request(stream.frame, stream.out, stream)
         finally:
             if stream.deciding is not None:
                 self._settled(stream.deciding)
-            self._in_flight -= 1
-            if slot:
-                self._slots_taken -= 1
-                self._pump_wake.set()
-            for request_id in out.requests:
+            self._requests.discard(stream)
+            self._release_slot(stream)
+            for request_id in stream.out.requests:
                 if self._awaiting.get(request_id) is stream:
                     del self._awaiting[request_id]
 
     async def _answer_request(self, frame: bytes, out: Outgoing, stream: _Stream) -> None:
-        left = False
-
-        def sending() -> None:
-            nonlocal left
-            left = True
-            self._not_left.difference_update(out.requests)
-
+        departure = self._departure(out)
         while True:
             what = f"POST {out.label} to {self.info.detail}"
             headers = self._headers(
@@ -514,7 +560,7 @@ class HttpTransport(HttpTransportBase):
                         self._url,
                         content=frame,
                         headers=headers,
-                        on_sending=sending,
+                        on_sending=departure.sending,
                     ) as response:
                         step = await self._read_answer(frame, out, stream, response)
             except ConnectError as exc:
@@ -522,9 +568,8 @@ class HttpTransport(HttpTransportBase):
                 await self._cannot_connect(ids, exc)
                 return
             except TransportClosed as exc:
-                if not left:  # no free connection in time: it never went out
-                    error = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
-                    await self._fail_stream(stream, error, sent=False)
+                if not departure.left:  # no free connection in time: it never went out
+                    await self._fail_stream(stream, not_sent(exc), sent=False)
                     return
                 reason = str(exc)
             if step == "repost":
@@ -557,6 +602,11 @@ class HttpTransport(HttpTransportBase):
         self._may_fall_back = False
         if out.method == "initialize" and not await self._adopt_session(response, stream):
             return "done"
+        if stream.deciding is not None:
+            # No fallback, and the next POST carries the session id: the pump goes on now,
+            # not once this answer's stream ends.
+            self._settled(stream.deciding)
+            stream.deciding = None
         kind = content_type(response)
         if response.status_code in (202, 204) or response.headers.get("content-length") == "0":
             # Accepted without an answer in the body: it may come on the GET stream.
@@ -618,17 +668,19 @@ class HttpTransport(HttpTransportBase):
     async def _refused(
         self, frame: bytes, out: Outgoing, stream: _Stream, error: HttpStatusError
     ) -> _Next:
-        """A POSTed request was answered with an error status."""
+        """A POSTed request was answered with an error status: held when it is an expiry of
+        its session; the fallback to HTTP+SSE for the first initialize while a fallback is
+        possible (400, 404, 405); otherwise its calls fail with ``error``."""
         if self._is_expiry(error, stream.session_id):
             stream.ids.clear()  # held, not failed: the server never processed it
             repost = await self._session_expired(stream.session_id, held=(stream.seq, frame, out))
             return "repost" if repost else "done"
-        if out.method == "initialize" and self._may_fall_back and error.status in (400, 404, 405):
+        done = stream.deciding  # set for the first initialize while it may fall back
+        if done is not None and self._may_fall_back and error.status in (400, 404, 405):
+            # The pump waits for ``done`` (it is _falling_back): the fallback sets it.
             self._may_fall_back = False
             stream.ids.clear()
-            done = stream.deciding if stream.deciding is not None else trio.Event()
             stream.deciding = None
-            self._falling_back = done
             self._tasks.start_soon(self._fall_back, frame, out, error, done)
             return "done"
         await self._fail_stream(stream, error, sent=True)
@@ -688,8 +740,7 @@ class HttpTransport(HttpTransportBase):
                 await self._lost(stream, why)
                 return
             attempts += 1
-            retry = stream.parser.retry
-            await trio.sleep(retry / 1000 if retry is not None else params.reconnect_delay)
+            await trio.sleep(self._retry_delay(stream.parser))
             what = f"resuming the answer to {stream.method} at {self.info.detail}"
             headers = self._headers(
                 accept=ACCEPT_SSE,
@@ -729,6 +780,14 @@ class HttpTransport(HttpTransportBase):
             else:
                 await self._lost(stream, f"{reason}, and resuming it failed ({error})")
             return
+
+    def _retry_delay(self, parser: SseParser) -> float:
+        """Seconds to wait before a GET that reopens or resumes a stream: the server's last
+        ``retry`` (else ``reconnect_delay``), never less than ``_MIN_POLL``, so that a server
+        sending ``retry: 0`` gets no GETs back to back."""
+        retry = parser.retry
+        delay = retry / 1000 if retry is not None else self._params.reconnect_delay
+        return max(delay, _MIN_POLL)
 
     async def _lost(self, stream: _Stream, why: str) -> None:
         error = ServerDisconnected(
@@ -791,9 +850,7 @@ class HttpTransport(HttpTransportBase):
                         self._get_state = "failed"
                         logger.warning("%s: gave up %s: %s", self.info, what, error)
                         return
-                retry = parser.retry
-                delay = retry / 1000 if retry is not None else self._params.reconnect_delay
-                await trio.sleep(max(delay, _MIN_POLL))
+                await trio.sleep(self._retry_delay(parser))
 
     async def _read_get_events(self, response: httpx.Response, parser: SseParser) -> None:
         def oversized(exc: FrameTooLarge) -> None:
@@ -884,7 +941,7 @@ class HttpTransport(HttpTransportBase):
         self._session_id = None
         self._protocol_version = None
         self._holding = True
-        self._pump_wake.set()  # a pump waiting for a slot holds its frame instead
+        self._hold_waiting()
         # The GET stream is stopped once the notice is out: this may be its own task.
         get_scope, self._get_scope, self._get_state = self._get_scope, None, "off"
         expired = SessionExpired(
@@ -964,11 +1021,11 @@ class HttpTransport(HttpTransportBase):
             logger.warning("%s got no answer within %g s", what, self._params.close_timeout)
 
 
-@asynccontextmanager
-async def open_http_transport(
+def open_http_transport(
     params: HttpParameters, sink: FrameSink | None = None
-) -> AsyncIterator[HttpTransport]:
-    """Yield an :class:`HttpTransport` to the Streamable HTTP server at ``params.url``.
+) -> AbstractAsyncContextManager[HttpTransport]:
+    """``async with open_http_transport(params, sink) as t:`` yields an :class:`HttpTransport`
+    to the Streamable HTTP server at ``params.url``.
 
     What the server sends, and what the transport learns on its own, goes into ``sink`` (a
     channel bounded in bytes: an actor's mailbox); without one, into the transport's own inbox,
@@ -978,19 +1035,4 @@ async def open_http_transport(
     exception raised in the block comes out as itself, not wrapped in an
     :class:`ExceptionGroup`.
     """
-    with collapse_exception_group():
-        client = make_client(params)
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                transport = HttpTransport(params=params, client=client, sink=sink)
-                await nursery.start(transport._host)
-                started = True
-                try:
-                    yield transport
-                finally:
-                    await transport.aclose()
-        finally:
-            if not started:
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await client.aclose()
+    return open_transport(HttpTransport, params, sink)

@@ -1,5 +1,6 @@
 """What the two HTTP transports share: their parameters, header and URL hygiene, the mapping of
-httpx's exceptions, and the machinery of a message-level transport over HTTP requests.
+httpx's exceptions, the machinery of a message-level transport over HTTP requests, and the
+opener that runs one (:func:`open_transport`).
 
 :class:`HttpParameters` configures both the Streamable HTTP transport (:mod:`._http`) and the
 legacy HTTP+SSE transport (:mod:`._sse_client`). Over HTTP, one connection to a server is many
@@ -8,9 +9,11 @@ HTTP requests; both transports are actors in the manner of the contract
 
 - **Down**: ``send`` / ``send_nowait`` put a frame into the transport's outbox (a
   :class:`~trio_mcp.transports._channel.ByteChannel`, bounded in bytes), and so do the ability
-  methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume`` and
-  ``discard_held``), so that they apply in order with the frames. One task of the transport, the
-  *pump*, takes the outbox's items in order and starts the HTTP requests.
+  methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume``,
+  ``discard_held`` and ``end``), so that they apply in order with the frames. One task of the
+  transport, the *pump*, takes the outbox's items in order and applies each: it POSTs a frame
+  itself (HTTP+SSE: every frame; Streamable HTTP: notifications and responses), or starts a
+  task for it (a Streamable HTTP request, which may wait there for a free slot).
 - **Up**: whatever the server sends (a JSON body, each event of an SSE stream; a JSON array split
   into one frame per message) is put into the transport's sink, waiting for room: a full sink
   stops the tasks that read response bodies, so the server is slowed down (backpressure). What
@@ -36,7 +39,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import attrs
 import httpx
@@ -71,6 +74,7 @@ from .._base import (
     RequestFailed,
     TransportEvent,
     TransportInfo,
+    collapse_exception_group,
     open_inbox,
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
@@ -238,6 +242,29 @@ async def open_stream(
         if not response.is_closed:  # usually it is: reading a body to its end closes it
             with trio.CancelScope(shield=True, deadline=trio.current_time() + _UNWIND_BUDGET):
                 await response.aclose()
+
+
+@attrs.define(eq=False)
+class Departure:
+    """Whether the POST of requests started to go out on a connection (:meth:`sending` is its
+    ``on_sending``, see :func:`open_stream`): before that, a failure (no connection, no free
+    one in the pool) or a cancellation means the server cannot have seen them. Their ids leave
+    ``not_left`` (the transport's: the requests reported unsent if the connection ends) then.
+    Made by :meth:`HttpTransportBase._departure`."""
+
+    not_left: set[RequestId]
+    requests: tuple[RequestId, ...]
+    left: bool = False
+
+    def sending(self) -> None:
+        """The request's headers start to be written: from now on it may have been seen."""
+        self.left = True
+        self.not_left.difference_update(self.requests)
+
+
+def not_sent(error: McpError) -> ServerDisconnected:
+    """The failure of a request that ``error`` stopped before it went out: safe to retry."""
+    return ServerDisconnected(f"{error}; the request was not sent", sent=False)
 
 
 async def consume(
@@ -448,10 +475,13 @@ class HttpParameters:
       waiting to the call's own timeout, since a long tool call may be silent for long.
     - ``close_timeout``: the bound on the ``DELETE`` that ends the session on close.
     - ``reconnect_delay``: seconds to wait before resuming a broken SSE stream when the server
-      gave no ``retry`` field; ``max_resume_attempts``: how many attempts in a row may fail to
+      gave no ``retry`` field (Streamable HTTP waits at least 0.1 s, whatever either says);
+      ``max_resume_attempts``: how many attempts in a row may fail to
       bring anything new before a call whose stream broke is given up (outcome unknown).
     - ``max_in_flight``: requests whose answers may be awaited at once (each holds an HTTP
-      connection); a further ``send`` waits for a free slot.
+      connection). A further request waits for a free slot after the transport took it from
+      the outbox (``send`` does not wait for it); notifications and responses never wait for
+      one, nor do the requests and ability calls behind them.
     - ``legacy_fallback``: when the first ``initialize`` POST is answered 400, 404 or 405, try
       the legacy HTTP+SSE transport at the same URL (the specification's
       backward-compatibility rule).
@@ -685,8 +715,9 @@ class HttpStatistics:
     ``posts``, ``gets`` and ``deletes`` count HTTP requests by method; ``resumptions`` the GETs
     that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages taken
     up from the server (the last may still wait for room in the sink); ``queued`` the items
-    waiting in the outbox; ``in_flight`` the requests whose
-    answers are awaited now; ``held`` the frames held back since the session expired;
+    waiting in the outbox; ``in_flight`` the requests whose answers are awaited now;
+    ``waiting`` the requests taken from the outbox that wait for a free slot (at most
+    ``max_in_flight`` are in flight); ``held`` the frames held back since the session expired;
     ``session_expiries`` how often the server ended our session; ``get_stream`` the state of
     the stream for server-initiated messages (``"off"``, ``"connecting"``, ``"open"``,
     ``"unsupported"``, ``"failed"``).
@@ -702,6 +733,7 @@ class HttpStatistics:
     frames_received: int
     queued: int
     in_flight: int
+    waiting: int
     held: int
     session_expiries: int
     get_stream: str
@@ -920,6 +952,11 @@ class HttpTransportBase:
 
     # ------------------------------------------------------------------ for subclasses
 
+    async def _connect(self) -> None:
+        """What the transport does once its tasks run, before :func:`open_transport` hands it
+        to its user (nothing here; HTTP+SSE waits for its ``endpoint`` event). What it raises
+        comes out of the opener's ``async with``, after the transport is closed."""
+
     async def _shut_down(self) -> None:
         """Transport-specific closing (the DELETE of a session). Shielded by the caller."""
 
@@ -1021,6 +1058,10 @@ class HttpTransportBase:
                 return
             self._not_left.discard(request_id)
 
+    def _departure(self, out: Outgoing) -> Departure:
+        """Watch whether the POST of ``out`` goes out (see :class:`Departure`)."""
+        return Departure(self._not_left, out.requests)
+
     async def _cannot_connect(self, ids: Iterable[RequestId], error: ConnectError) -> None:
         """A POST of the requests ``ids`` could not connect: they fail as never sent, and the
         connection ends (the server cannot be reached)."""
@@ -1032,7 +1073,7 @@ class HttpTransportBase:
     def _unreachable_for_call(self, error: ConnectError) -> McpError:
         if not self._reached:
             return error
-        return ServerDisconnected(f"{error}; the request was not sent", sent=False)
+        return not_sent(error)
 
     def _unreachable(self, error: TransportError) -> McpError:
         """The error that ends the connection when the server cannot be connected to."""
@@ -1042,3 +1083,35 @@ class HttpTransportBase:
             f"the server at {self.info.detail} cannot be reached any more ({error}); it may have "
             "stopped or restarted"
         )
+
+
+_Transport = TypeVar("_Transport", bound=HttpTransportBase)
+
+
+@asynccontextmanager
+async def open_transport(
+    cls: type[_Transport], params: HttpParameters, sink: FrameSink | None
+) -> AsyncIterator[_Transport]:
+    """Run a transport of class ``cls`` in a nursery of its own and yield it once it is
+    connected (:meth:`HttpTransportBase._connect`); leaving the block closes it
+    (:meth:`HttpTransportBase.aclose`), even when the block is cancelled. An exception raised in
+    the block, or by connecting, comes out as itself, not wrapped in an
+    :class:`ExceptionGroup`. The HTTP client is closed in any case (by ``aclose``, or here,
+    bounded, when the transport never ran)."""
+    with collapse_exception_group():
+        client = make_client(params)
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                transport = cls(params=params, client=client, sink=sink)
+                await nursery.start(transport._host)
+                started = True
+                try:
+                    await transport._connect()
+                    yield transport
+                finally:
+                    await transport.aclose()
+        finally:
+            if not started:
+                with trio.CancelScope(shield=True), trio.move_on_after(_CLIENT_CLOSE_BUDGET):
+                    await client.aclose()

@@ -35,8 +35,7 @@ The same machinery serves the Streamable HTTP transport when it falls back to th
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 import attrs
@@ -53,7 +52,7 @@ from ...protocol._errors import (
     TransportClosed,
 )
 from ...protocol._sse import SseParser
-from .._base import FrameSink, TransportInfo, collapse_exception_group
+from .._base import FrameSink, TransportInfo
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -67,9 +66,10 @@ from ._http_base import (
     discard_body,
     display_url,
     log_request,
-    make_client,
     map_http_errors,
+    not_sent,
     open_stream,
+    open_transport,
     parse_events,
     read_body,
     read_excerpt,
@@ -228,13 +228,7 @@ class LegacyConnection:
         headers = host._headers(accept=ACCEPT_POST, json_body=True, version=host._protocol_version)
         host._posts += 1
         log_request(f"{what} (HTTP+SSE)", headers)
-        left = False
-
-        def sending() -> None:
-            nonlocal left
-            left = True
-            host._not_left.difference_update(out.requests)
-
+        departure = host._departure(out)
         try:
             with map_http_errors(what):
                 async with open_stream(
@@ -244,7 +238,7 @@ class LegacyConnection:
                     content=frame,
                     headers=headers,
                     timeout=ack_timeout(host._params),
-                    on_sending=sending,
+                    on_sending=departure.sending,
                 ) as response:
                     if response.is_success:
                         await self._read_accepted(response, out)
@@ -255,9 +249,8 @@ class LegacyConnection:
             await host._cannot_connect(out.requests, exc)
             return
         except TransportClosed as exc:
-            if out.requests and not left:
-                unsent = ServerDisconnected(f"{exc}; the request was not sent", sent=False)
-                await host._fail(out.requests, unsent, sent=False)
+            if out.requests and not departure.left:
+                await host._fail(out.requests, not_sent(exc), sent=False)
             elif out.requests:
                 lost = ServerDisconnected(f"{exc}: the outcome is unknown", sent=True)
                 await host._fail(out.requests, lost, sent=True)
@@ -330,6 +323,7 @@ class SseTransport(HttpTransportBase):
             frames_received=self._frames_received,
             queued=len(self._outbox),
             in_flight=0,
+            waiting=0,
             held=0,
             session_expiries=0,
             get_stream="open" if self._ended is None and not self._closing else "off",
@@ -339,15 +333,17 @@ class SseTransport(HttpTransportBase):
         await self._legacy.post(frame, out)
 
     async def _connect(self) -> None:
+        """Open the event stream and wait for the ``endpoint`` event (raises like
+        :meth:`LegacyConnection.open`)."""
         await self._legacy.open()
 
 
-@asynccontextmanager
-async def open_sse_transport(
+def open_sse_transport(
     params: HttpParameters, sink: FrameSink | None = None
-) -> AsyncIterator[SseTransport]:
-    """Connect to the legacy HTTP+SSE server at ``params.url`` and yield its
-    :class:`SseTransport` once the server has sent its ``endpoint`` event.
+) -> AbstractAsyncContextManager[SseTransport]:
+    """``async with open_sse_transport(params, sink) as t:`` connects to the legacy HTTP+SSE
+    server at ``params.url`` and yields its :class:`SseTransport` once the server has sent its
+    ``endpoint`` event.
 
     What the server sends, and what the transport learns on its own, goes into ``sink``;
     without one, into the transport's own inbox, read with :meth:`SseTransport.receive`.
@@ -357,20 +353,4 @@ async def open_sse_transport(
     event stream (the end of the session), even when the block is cancelled; an exception raised
     in the block comes out as itself.
     """
-    with collapse_exception_group():
-        client = make_client(params)
-        started = False
-        try:
-            async with trio.open_nursery() as nursery:
-                transport = SseTransport(params=params, client=client, sink=sink)
-                await nursery.start(transport._host)
-                started = True
-                try:
-                    await transport._connect()
-                    yield transport
-                finally:
-                    await transport.aclose()
-        finally:
-            if not started:
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await client.aclose()
+    return open_transport(SseTransport, params, sink)

@@ -8,12 +8,14 @@ of our calls: server requests (``roots/list``, ``sampling/createMessage``, ``eli
 server's stderr lines.
 
 Each server request is answered from the host's callbacks in a handler task of its own (a slow
-callback never holds up anything else; at most :data:`MAX_INBOUND_REQUESTS` at once, more are
-answered with an error at once); the handler sends the answer through the transport and tells
-the dispatcher it is done (:class:`Answered`), so only the dispatcher's task changes its table of
-requests in flight. ``notifications/cancelled`` from the server cancels the handler of that
-request (and nothing is answered). ``notifications/*/list_changed`` goes to the session's
-re-lister, log messages and stderr lines to the log and the event bus.
+callback never holds up anything else; at most :data:`MAX_INBOUND_REQUESTS` at once); the handler
+sends the answer through the transport and tells the dispatcher it is done (:class:`Answered`),
+so only the dispatcher's task changes its table of requests in flight. A request past the limit
+is refused with an error by the dispatcher itself, if the transport's outbox takes the answer
+at once, and left unanswered otherwise: a server flooding us with requests costs neither a task
+nor a waiting frame per request. ``notifications/cancelled`` from the server cancels the handler
+of that request (and nothing is answered). ``notifications/*/list_changed`` goes to the
+session's re-lister, log messages and stderr lines to the log and the event bus.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ __all__ = [
 MAILBOX_SIZE: Final = 256
 #: Items handled per wake-up at most (as the table does).
 _DRAIN_LIMIT: Final = 128
-#: Server requests handled at once; more are answered with an error at once.
+#: Server requests handled at once; more are refused with an error at once (best effort).
 MAX_INBOUND_REQUESTS: Final = 32
 
 _LOG_LEVELS: Final = {
@@ -160,9 +162,7 @@ class Dispatcher:
             )
             return
         if len(self._inbound) >= MAX_INBOUND_REQUESTS:
-            self._handlers.start_soon(
-                self._answer_error, request, -32603, "too many concurrent requests from the server"
-            )
+            self._refuse(request)
             return
         scope = trio.CancelScope()
         self._inbound[request.id] = scope
@@ -192,8 +192,26 @@ class Dispatcher:
         finally:
             await self.inbox.send(Answered(request_id=request.id))
 
-    async def _answer_error(self, request: Request, code: int, message: str) -> None:
-        await self._send(_error(request.id, code, message))
+    def _refuse(self, request: Request) -> None:
+        """Answer a server request past :data:`MAX_INBOUND_REQUESTS` with an error, here and
+        now, or drop the answer when the transport cannot take it at once: a server that floods
+        us with requests never makes us hold a task (or a frame) for each one."""
+        frame = _error(
+            request.id,
+            -32603,
+            f"too many concurrent requests from the server (the client handles "
+            f"{MAX_INBOUND_REQUESTS} at once): send it again once others are answered",
+        )
+        try:
+            self.transport.send_nowait(frame)
+        except (trio.WouldBlock, TransportError) as exc:
+            self._log.warning(
+                "too many concurrent requests from the server: %s %r refused, and the refusal "
+                "was dropped (%s)",
+                request.method,
+                request.id,
+                "the outbox is full" if isinstance(exc, trio.WouldBlock) else exc,
+            )
 
     async def _send(self, frame: bytes) -> None:
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
@@ -220,35 +220,27 @@ class Dispatcher:
             self._log.debug("an answer to the server was not sent: %s", exc)
 
     async def _answer(self, request: Request) -> Mapping[str, Any]:
+        """The result for one server request, from the host's callback. Raises
+        :class:`RpcError` for what the server is to be answered with an error: -32601 for a
+        capability we did not declare, -32602 for params of the wrong shape."""
         method = request.method
         callbacks = self.callbacks
+        result: Any
         if method == "ping":
             return {}
-        handler: Callable[[], Awaitable[Any]] | None = None
         if method == "roots/list" and callbacks.list_roots is not None:
-            list_roots = callbacks.list_roots
-
-            async def handler() -> Any:
-                return {"roots": [_wire(root) for root in await list_roots(self.server)]}
-
+            result = {"roots": [_wire(root) for root in await callbacks.list_roots(self.server)]}
         elif method == "sampling/createMessage" and callbacks.sampling is not None:
-            sampling, params = callbacks.sampling, decode_params(method, request.params)
-
-            async def handler() -> Any:
-                return await sampling(self.server, params)
-
+            result = await callbacks.sampling(self.server, _params(request))
         elif method == "elicitation/create" and callbacks.elicitation is not None:
-            elicitation, params = callbacks.elicitation, decode_params(method, request.params)
+            params = _params(request)
             mode = getattr(params, "mode", None) or "form"
             if mode not in callbacks.elicitation_modes:
                 raise RpcError.from_error(-32602, f"elicitation mode {mode!r} is not supported")
-
-            async def handler() -> Any:
-                return await elicitation(self.server, params)
-
-        if handler is None:
+            result = await callbacks.elicitation(self.server, params)
+        else:
             raise RpcError.from_error(-32601, f"method not found: {method}")
-        answer = _wire(await handler())
+        answer = _wire(result)
         if not isinstance(answer, Mapping):
             raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
         return answer
@@ -290,6 +282,15 @@ class Dispatcher:
                     scope.cancel()
             case _:
                 self._log.debug("notification %s ignored", method)
+
+
+def _params(request: Request) -> Any:
+    """The decoded params of a server request; params of the wrong shape are the server's
+    error: -32602 (invalid params), naming the path."""
+    try:
+        return decode_params(request.method, request.params)
+    except InvalidMessage as exc:
+        raise RpcError.from_error(-32602, f"invalid {request.method} params: {exc}") from exc
 
 
 def _error(request_id: RequestId, code: int, message: str) -> bytes:

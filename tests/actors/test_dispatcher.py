@@ -132,6 +132,41 @@ async def test_server_requests_are_answered_from_the_callbacks() -> None:
     assert errors(outbox.frames) == [(3, -32601)]  # no sampling callback: not declared
 
 
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("sampling/createMessage", {"messages": "not a list", "maxTokens": 10}),
+        ("sampling/createMessage", {"messages": []}),  # maxTokens is required
+        ("elicitation/create", {"message": 5, "requestedSchema": {"type": "object"}}),
+    ],
+)
+async def test_invalid_params_of_a_server_request_are_answered_32602(
+    method: str, params: dict[str, Any]
+) -> None:
+    called: list[str] = []
+
+    async def sample(server: str, params: Any) -> dict[str, Any]:
+        called.append("sampling")
+        return {}
+
+    async def elicit(server: str, params: Any) -> dict[str, Any]:
+        called.append("elicitation")
+        return {}
+
+    outbox = Outbox()
+    callbacks = HostCallbacks(sampling=sample, elicitation=elicit)
+    async with trio.open_nursery() as nursery:
+        dispatcher = await start(nursery, outbox, callbacks)
+        await dispatcher.inbox.send(Request(id=1, method=method, params=params))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert errors(outbox.frames) == [(1, -32602)]  # invalid params, not an internal error
+    (answer,) = outbox.frames
+    assert answer["error"]["message"].startswith(f"invalid {method} params: ")
+    assert "$.params" in answer["error"]["message"]
+    assert called == []
+
+
 # --------------------------------------------------------------------------- too many at once
 
 

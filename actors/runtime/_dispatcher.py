@@ -43,6 +43,7 @@ from ...protocol._methods import decode_notification, decode_params
 from ...transports._base import StderrLine, Transport
 from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged
+from ._pending import DRAIN_LIMIT
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -54,8 +55,6 @@ __all__ = [
 
 #: Items waiting for the dispatcher; past this the table drops notifications (and says so).
 MAILBOX_SIZE: Final = 256
-#: Items handled per wake-up at most (as the table does).
-_DRAIN_LIMIT: Final = 128
 #: Server requests handled at once; more are refused with an error at once (best effort).
 MAX_INBOUND_REQUESTS: Final = 32
 
@@ -126,9 +125,10 @@ class Dispatcher:
             mailbox = self._mailbox
             while True:
                 self._handle(await mailbox.receive())
-                # what is ready now, bounded: the rest after a schedule point (the next
-                # receive), so that a flood of notifications holds the event loop briefly
-                for _ in range(_DRAIN_LIMIT - 1):
+                # what is ready now, at most DRAIN_LIMIT items as the table takes: the rest
+                # after a schedule point (the next receive), so that a flood of notifications
+                # holds the event loop briefly
+                for _ in range(DRAIN_LIMIT - 1):
                     try:
                         item = mailbox.receive_nowait()
                     except trio.WouldBlock:

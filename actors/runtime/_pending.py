@@ -103,7 +103,8 @@ PROGRESS_BACKLOG: Final = 16
 #: the number seen at the last sweep.
 _SWEEP_SLACK: Final = 256
 _INF: Final = float("inf")
-#: Items the table handles per wake-up at most (a flood waits its turn after that many).
+#: Items the table (and the dispatcher) handle per wake-up at most (a flood waits its turn after
+#: that many).
 DRAIN_LIMIT: Final = 128
 #: The deadline heap is compacted when it holds more than this many entries beyond twice the
 #: number of waiting calls.

@@ -81,6 +81,12 @@ __all__ = ["Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 logger = logging.getLogger("trio_mcp.session")
 
 _INF: Final = float("inf")
+#: What a request the session makes on its own (a re-listing, the log level after a new HTTP
+#: session) can fail with without ending the connection: the server's error answer, a bad
+#: answer, a timeout, or the transport failing that request alone (on HTTP an error status is
+#: a RequestFailed for that one request). The end of the connection itself reaches the session
+#: through its table, which tears it down.
+_REQUEST_FAILURES: Final = (RpcError, RemoteProtocolError, CallTimeout, TransportError)
 
 
 @attrs.frozen(kw_only=True)
@@ -328,7 +334,7 @@ class Session:
             if caps.tools is not None:
                 listing = await self.list_tools()
                 await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
-        except (RpcError, RemoteProtocolError, CallTimeout, TransportError) as exc:
+        except _REQUEST_FAILURES as exc:
             self._log.warning("after the new session, restoring its state failed: %s", exc)
 
     # ------------------------------------------------------------------ calls
@@ -588,7 +594,7 @@ class Session:
                 break
             try:
                 listing = await self.list_tools()
-            except (RpcError, RemoteProtocolError, CallTimeout) as exc:
+            except _REQUEST_FAILURES as exc:
                 self._log.warning("re-listing tools failed: %s", exc)
                 continue
             await self.supervisor.send(Relisted(generation=self.generation, listing=listing))

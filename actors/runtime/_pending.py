@@ -48,7 +48,6 @@ from ...protocol._errors import (
     InvalidMessage,
     LocalProtocolError,
     McpError,
-    RemoteProtocolError,
     RpcError,
     ServerDisconnected,
     TransportClosed,
@@ -310,7 +309,10 @@ class PendingCalls:
     control: DispatchSink
     #: told (a :class:`ConnectionLost`) when the connection ends
     lost: LossSink
-    _conn: JsonRpcConnection = attrs.field(factory=JsonRpcConnection, init=False)
+    #: our requests only: server requests go to the dispatcher, which keeps track of them
+    _conn: JsonRpcConnection = attrs.field(
+        factory=lambda: JsonRpcConnection(track_inbound=False), init=False
+    )
     _entries: dict[RequestId, _Entry] = attrs.field(factory=dict, init=False)
     _tokens: dict[int | str, RequestId] = attrs.field(factory=dict, init=False)
     #: (deadline, sequence, request id): lazily cleaned (answered calls stay until they surface)
@@ -534,12 +536,7 @@ class PendingCalls:
             self._bad_frame(frame, exc)
             return
         for message in parsed if isinstance(parsed, tuple) else (parsed,):
-            try:
-                self._handle_message(message)
-            except RemoteProtocolError as exc:
-                # e.g. a server request reusing the id of one still in flight: refuse that
-                # message alone; the connection and every other call go on.
-                self._log.warning("message from the server refused: %s", exc)
+            self._handle_message(message)
 
     def _handle_message(self, message: Any) -> None:
         event = self._conn.receive(message)
@@ -562,8 +559,7 @@ class PendingCalls:
             case UnexpectedResponse():
                 self._log.debug("late or unknown response ignored: %r", event)
             case RequestReceived(request=request):
-                self._conn.inbound_handed_off(request.id)  # the dispatcher answers it
-                self._pass_on(request)
+                self._pass_on(request)  # the dispatcher answers it (and refuses a reused id)
             case NotificationReceived(notification=notification):
                 if notification.method == "notifications/progress":
                     self._progress(notification)

@@ -47,7 +47,7 @@ from ...protocol._errors import (
     TransportClosed,
     TransportError,
 )
-from ...protocol._jsonrpc import CANCELLED_NOTIFICATION, Notification, Request, serialize
+from ...protocol._jsonrpc import Notification, Request, cancel_notification, serialize
 from ...protocol._methods import decode_result
 from ...protocol._types import CallToolResult, InitializeResult, ServerCapabilities, Tool
 from ...protocol._versions import LATEST_LEGACY, check_initialize_answer, features
@@ -449,12 +449,9 @@ class Session:
     def _tell_cancelled(self, request_id: int, method: str) -> None:
         """Tell the server that nobody waits for ``request_id`` any more (best effort: not when
         the outbox is full or the connection has ended; never for ``initialize``)."""
-        if method == "initialize":
+        notice = cancel_notification(request_id, method, "the client stopped waiting")
+        if notice is None:
             return
-        notice = Notification(
-            method=CANCELLED_NOTIFICATION,
-            params={"requestId": request_id, "reason": "the client stopped waiting"},
-        )
         with contextlib.suppress(trio.WouldBlock, TransportError, LocalProtocolError):
             self.transport.send_nowait(serialize(notice))
 

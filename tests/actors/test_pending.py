@@ -1114,8 +1114,10 @@ async def test_a_full_mailbox_is_taken_at_most_drain_limit_items_per_wake_up() -
         await settle()
         assert h.stats().frames_total == count
         assert sorted(per_wakeup.values(), reverse=True)[:4] == [DRAIN_LIMIT] * 4
-        # the other task saw the table part-way, more than once
-        assert len({n for n in seen if 0 < n < count}) >= 3
+        # the other task ran while the table was part-way, between its wake-ups (counted as
+        # looks, not distinct values: trio orders each batch of runnable tasks at random, so
+        # the other task may see the same step twice, before one wake-up and after the next)
+        assert len([n for n in seen if 0 < n < count]) >= 3
         nursery.cancel_scope.cancel()
 
 

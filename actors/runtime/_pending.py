@@ -451,13 +451,17 @@ class PendingCalls:
         if len(self._entries) > self._sweep_at:
             self._sweep()
 
-    def _forget(self, request_id: RequestId) -> None:
+    def _forget(self, request_id: RequestId) -> _Entry | None:
+        """Drop the call ``request_id`` from the table (its entry, its progress token, the
+        machine's record, which an answer has removed already) and return its entry, if any.
+        Its deadline stays in the heap until it surfaces (see :meth:`_live`)."""
         entry = self._entries.pop(request_id, None)
         if entry is None:
-            return
-        self._conn.forget(request_id)
+            return None
         if entry.progress_token is not None:
             self._tokens.pop(entry.progress_token, None)
+        self._conn.forget(request_id)
+        return entry
 
     def _sweep(self) -> None:
         """Forget waiters whose callers gave up but could not say so (a full mailbox)."""
@@ -465,29 +469,21 @@ class PendingCalls:
             self._forget(request_id)
         self._sweep_at = 2 * len(self._entries) + _SWEEP_SLACK
 
-    def _take(self, request_id: RequestId) -> _Entry | None:
-        entry = self._entries.pop(request_id, None)
-        if entry is not None and entry.progress_token is not None:
-            self._tokens.pop(entry.progress_token, None)
-        return entry
-
-    def _resolve(
-        self,
-        request_id: RequestId,
-        result: outcome.Outcome[Mapping[str, Any]],
-        *,
-        failed: bool = False,
-    ) -> None:
-        """Resolve the waiter of ``request_id`` (if any): an answer, or a failure (counted as
-        failed; an error answer of the server counts as answered)."""
-        entry = self._take(request_id)
-        if entry is None:
-            return
-        if failed:
-            self._failed_total += 1
-        else:
+    def _resolve(self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]) -> None:
+        """The server answered ``request_id`` (a result or an error answer): resolve its waiter,
+        if any, counted as answered."""
+        entry = self._forget(request_id)
+        if entry is not None:
             self._resolved_total += 1
-        entry.waiter.resolve(result)
+            entry.waiter.resolve(result)
+
+    def _fail(self, request_id: RequestId, exc: BaseException) -> None:
+        """Fail the call ``request_id`` (if any) with ``exc`` without an answer from the server
+        (a deadline, a bad frame, the transport): counted as failed; a late answer is ignored."""
+        entry = self._forget(request_id)
+        if entry is not None:
+            self._failed_total += 1
+            entry.waiter.resolve(outcome.Error(exc))
 
     # ------------------------------------------------------------------ deadlines
 
@@ -520,12 +516,8 @@ class PendingCalls:
         while heap and heap[0][0] <= now:
             deadline, _, request_id = heapq.heappop(heap)
             entry = self._entries.get(request_id)
-            if entry is None or entry.deadline != deadline:
-                continue
-            self._take(request_id)
-            self._conn.forget(request_id)
-            self._failed_total += 1
-            entry.waiter.resolve(outcome.Error(TimedOut()))
+            if entry is not None and entry.deadline == deadline:
+                self._fail(request_id, TimedOut())
 
     # ------------------------------------------------------------------ frames
 
@@ -598,9 +590,7 @@ class PendingCalls:
         ids can be read; the connection goes on either way."""
         self._log.warning("invalid message from the server: %s", exc)
         for request_id in salvage_response_ids(frame):
-            if request_id in self._entries:
-                self._conn.forget(request_id)
-                self._resolve(request_id, outcome.Error(exc), failed=True)
+            self._fail(request_id, exc)
 
     # ------------------------------------------------------------------ transport events
 
@@ -628,8 +618,7 @@ class PendingCalls:
         else:
             failure = error
         self._log.info("%s (request %r) failed: %s", method, request_id, failure)
-        self._conn.forget(request_id)
-        self._resolve(request_id, outcome.Error(failure), failed=True)
+        self._fail(request_id, failure)
 
     def _session_expired(self, notice: SessionExpiredNotice) -> None:
         """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
@@ -639,20 +628,16 @@ class PendingCalls:
             if entry is None:
                 continue
             method = entry.waiter.method
-            self._conn.forget(request_id)
-            self._resolve(
+            self._fail(
                 request_id,
-                outcome.Error(
-                    ServerDisconnected(
-                        f"server {self.server!r} ended its session while {method} was in "
-                        "flight: the outcome is unknown and the request is not re-sent",
-                        server=self.server,
-                        sent=True,
-                        method=method,
-                        request_id=request_id,
-                    )
+                ServerDisconnected(
+                    f"server {self.server!r} ended its session while {method} was in flight: "
+                    "the outcome is unknown and the request is not re-sent",
+                    server=self.server,
+                    sent=True,
+                    method=method,
+                    request_id=request_id,
                 ),
-                failed=True,
             )
         try:
             self.control.send_nowait(notice)

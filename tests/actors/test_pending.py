@@ -253,11 +253,14 @@ async def test_wait_is_a_checkpoint_even_when_resolved() -> None:
         await waiter.wait()
 
 
-async def test_a_cancelled_wait_leaves_the_waiter_unresolved_and_waitable() -> None:
+async def test_a_cancelled_wait_leaves_the_waiter_unresolved_and_waitable(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     waiter = Waiter(1, "m")
     with trio.move_on_after(1) as scope:
         await waiter.wait()
     assert scope.cancelled_caught
+    assert trio.current_time() == 1.0
     assert not waiter.done
     waiter.resolve(outcome.Value({"ok": 1}))
     assert await waiter.wait() == {"ok": 1}

@@ -173,8 +173,10 @@ class Waiter:
 
         A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
         waiter stays unresolved; the caller decides what that means)."""
-        if self._result is not None and not self._progress:
-            await trio.lowlevel.checkpoint()  # a checkpoint, even when answered already
+        if self._result is not None:
+            # a checkpoint even when answered already (the queued progress may be handled
+            # without one: no callback, or a sync one)
+            await trio.lowlevel.checkpoint()
         while True:
             progress = self._progress
             if progress:

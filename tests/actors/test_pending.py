@@ -253,6 +253,21 @@ async def test_wait_is_a_checkpoint_even_when_resolved() -> None:
         await waiter.wait()
 
 
+@pytest.mark.parametrize("callback", ["none", "sync"])
+async def test_wait_is_a_checkpoint_when_resolved_with_progress_queued(callback: str) -> None:
+    # the queued progress is handled without waiting (no callback, or a sync one): wait() is
+    # still a checkpoint, as its docstring promises
+    waiter = Waiter(1, "m")
+    waiter.push_progress(params(1))
+    waiter.push_progress(params(2))
+    waiter.resolve(outcome.Value({"ok": True}))
+    seen: list[float] = []
+    on_progress = (lambda p: seen.append(p.progress)) if callback == "sync" else None
+    with trio.testing.assert_checkpoints():
+        assert await waiter.wait(on_progress) == {"ok": True}
+    assert seen == ([1.0, 2.0] if callback == "sync" else [])
+
+
 async def test_a_cancelled_wait_leaves_the_waiter_unresolved_and_waitable(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

@@ -569,16 +569,24 @@ class PendingCalls:
             )
 
     def _progress(self, notification: Notification) -> None:
+        """Progress for a waiting call goes to its waiter (and may move its deadline). The token
+        is looked up before anything is decoded: progress nobody waits for (a flood of it, say)
+        costs a dict lookup; only a token that is a string or an integer is looked up (an
+        unhashable one cannot raise, ``true`` and ``1.0`` are not ``1``)."""
+        raw = notification.params
+        token = raw.get("progressToken") if raw is not None else None
+        if isinstance(token, bool) or not isinstance(token, int | str):
+            return
+        request_id = self._tokens.get(token)
+        entry = self._entries.get(request_id) if request_id is not None else None
+        if entry is None:
+            return
         try:
-            params = decode_notification(notification.method, notification.params)
+            params = decode_notification(notification.method, raw)
         except InvalidMessage as exc:
             self._log.warning("invalid progress notification: %s", exc)
             return
         if not isinstance(params, ProgressNotificationParams):
-            return
-        request_id = self._tokens.get(params.progress_token)
-        entry = self._entries.get(request_id) if request_id is not None else None
-        if entry is None:
             return
         if entry.reset_timeout is not None:
             deadline = min(trio.current_time() + entry.reset_timeout, entry.hard_deadline)

@@ -21,6 +21,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_mcp.actors.runtime import _pending
 from trio_mcp.actors.runtime._pending import (
     DRAIN_LIMIT,
     PROGRESS_BACKLOG,
@@ -673,6 +674,49 @@ async def test_progress_for_an_unknown_token_or_invalid_is_dropped(
         await settle()
         assert seen == [7]
         assert h.dispatch.items == []  # progress never goes to the dispatcher
+        nursery.cancel_scope.cancel()
+
+
+async def test_progress_is_decoded_only_when_someone_waits_for_its_token(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    decode = _pending.decode_notification
+    decoded: list[Any] = []
+
+    def counting(method: str, params: Any) -> Any:
+        decoded.append(params)
+        return decode(method, params)
+
+    monkeypatch.setattr(_pending, "decode_notification", counting)
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery)
+        seen: list[float] = []
+        h.call(1, progress_token=1, on_progress=lambda p: seen.append(p.progress))
+        with caplog.at_level(logging.WARNING, logger="trio_mcp.server.s"):
+            for _ in range(100):
+                h.put(progress("nobody", 5))
+            for token in (True, 1.0, [1], {"a": 1}, None):  # not a string or an integer
+                h.put(
+                    frame(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": "bad"},
+                        }
+                    )
+                )
+            await settle()
+            assert decoded == []  # nobody waits for them: never decoded, and no warning
+            assert caplog.text == ""
+            # invalid progress for a token someone waits for: a warning, as ever
+            bad = {"progressToken": 1, "progress": "not a number"}
+            h.put(frame({"jsonrpc": "2.0", "method": "notifications/progress", "params": bad}))
+            h.put(progress(1, 7))
+            await settle()
+        assert seen == [7]
+        assert len(decoded) == 2
+        assert "invalid progress notification" in caplog.text
+        assert h.ended == []
         nursery.cancel_scope.cancel()
 
 

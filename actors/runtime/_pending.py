@@ -429,10 +429,9 @@ class PendingCalls:
     # ------------------------------------------------------------------ callers
 
     def _expect(self, item: Expect) -> None:
+        """Register a call. Only ever while the connection lasts: :meth:`_end` fails the
+        Expects left in the mailbox and closes it, and no item is handled after it."""
         request_id = item.request_id
-        if self._ended is not None:  # too late: the caller's send fails (or failed) anyway
-            item.waiter.resolve(outcome.Error(self._disconnected(item.waiter, self._ended)))
-            return
         try:
             self._conn.expect(request_id, item.method)
         except LocalProtocolError as exc:  # an id still in flight: a bug of ours
@@ -681,12 +680,8 @@ class PendingCalls:
             ):  # a supervisor that cannot take it hears it from the session's end anyway
                 self.lost.send_nowait(ConnectionLost(generation=self.generation, error=error))
 
-    def _disconnected(
-        self, waiter: Waiter, error: McpError, reason: str | None = None
-    ) -> ServerDisconnected:
+    def _disconnected(self, waiter: Waiter, error: McpError, reason: str) -> ServerDisconnected:
         sent = waiter.request_id not in self._unsent
-        if reason is None:
-            reason = _loss_reason(error)
         if sent:
             what = "after the request was sent: its outcome is unknown and it is not re-sent"
         else:

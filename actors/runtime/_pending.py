@@ -19,9 +19,10 @@ caller's task is rescheduled with the result, no task in between), hands progres
 waiting caller (whose own task runs the host's progress callback), fails a call whose deadline
 passed (its caller then tells the server), and passes server requests, notifications and stderr
 lines to the session's :class:`~trio_mcp.actors.runtime._dispatcher.Dispatcher` and a session
-expiry to the session's task. Every ready item is handled per wake-up, and the deadline of the
-earliest call is the deadline of the wait, so a flooding server cannot stop a timeout from
-firing.
+expiry to the session's control loop. Per wake-up it handles the items that are ready, at most
+:data:`DRAIN_LIMIT` of them (the rest after a schedule point), and the deadline of the earliest
+call is the deadline of the wait, so a flooding server can neither hold the event loop nor stop
+a timeout from firing.
 
 When the connection ends (:class:`~trio_mcp.transports.ConnectionEnded`, the end of the
 mailbox, or the session's nursery torn down), every waiter fails in one synchronous step with
@@ -631,7 +632,7 @@ class PendingCalls:
 
     def _session_expired(self, notice: SessionExpiredNotice) -> None:
         """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
-        and the session's task initializes a new one (or ends the connection)."""
+        and the session's control loop initializes a new one (or ends the connection)."""
         for request_id in notice.lost:
             entry = self._entries.get(request_id)
             if entry is None:

@@ -12,12 +12,16 @@ it is the task (:meth:`Session.run`) whose nursery holds the connection's actors
 - the **re-lister**: after ``notifications/tools/list_changed``, once the notifications have been
   quiet for ``list_changed_debounce``, lists every page again, applies the checks, and sends the
   result to the supervisor (:class:`Relisted`), which has the registry replace the server's tools;
+- the **control loop**: for Streamable HTTP, a new session when the server ended the old one
+  (:class:`~trio_mcp.transports.SessionExpiredNotice`, passed on by the table), made in a task
+  of its own: ``initialize`` again ahead of the frames the transport holds, then let it send
+  them, restore the log level and list the tools again; the calls lost in flight have already
+  failed as outcome unknown. An expiry before the first handshake is done, a second expiry
+  during that, or a failed re-initialize ends the connection (the supervisor reconnects), and
+  the held calls fail as never sent;
 - the session task itself: the handshake (``initialize``, ``notifications/initialized``, the log
-  level, the first tool listing), then, for Streamable HTTP, a new session when the server ended
-  the old one (:class:`~trio_mcp.transports.SessionExpiredNotice`): ``initialize`` again ahead
-  of the frames the transport holds, then let it send them; the calls lost in flight have
-  already failed as outcome unknown. A second expiry during that, or a failed re-initialize,
-  ends the connection (the supervisor reconnects), and the held calls fail as never sent.
+  level, the first tool listing), after which it starts the re-lister; its nursery then holds
+  the actors above until the connection ends.
 
 When the connection ends, the table fails every waiting call at once and tells the supervisor;
 the table's error tears down the session's nursery, and :meth:`Session.run` raises it.

@@ -82,8 +82,6 @@ from ._toolcheck import check_listing, json_size
 
 __all__ = ["Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 
-logger = logging.getLogger("trio_mcp.session")
-
 _INF: Final = float("inf")
 #: What a request the session makes on its own (a re-listing, the log level after a new HTTP
 #: session) can fail with without ending the connection: the server's error answer, a bad
@@ -221,28 +219,32 @@ class Session:
     async def _control(self, nursery: trio.Nursery) -> None:
         """The session's control loop: an HTTP session expiry starts a new session (in a task
         of its own, so that a second expiry meanwhile is seen at once), or ends the connection
-        when the first handshake is not done yet or a new session is being initialized."""
+        when the first handshake is not done yet or a new session is being initialized. A
+        transport that cannot hold its frames for a new session (not a
+        :class:`ResumableTransport`) ends the connection on its first expiry."""
         async for notice in self._control_receive:
+            transport = self.transport
+            if not isinstance(transport, ResumableTransport):
+                raise TransportClosed(f"{notice.error}; reconnecting") from notice.error
             if self._established and not self._renewing:
                 self._renewing = True
-                nursery.start_soon(self._new_http_session, notice)
+                nursery.start_soon(self._new_http_session, transport, notice)
                 continue
             when = (
                 "before the first handshake was done"
                 if not self._established
                 else "again while a new session was being initialized"
             )
-            await self._give_up(notice, f"{notice.error} ({when}); reconnecting")
+            await self._give_up(transport, notice, f"{notice.error} ({when}); reconnecting")
 
-    async def _give_up(self, notice: SessionExpiredNotice, reason: str) -> None:
+    async def _give_up(
+        self, transport: ResumableTransport, notice: SessionExpiredNotice, reason: str
+    ) -> None:
         """End the connection after an HTTP session expiry that cannot be answered with a new
         session: the held calls fail as never sent, then the transport ends the connection (in
         that order, through its outbox), and the table fails what is left and raises."""
         error = TransportClosed(reason)
         error.__cause__ = notice.error
-        transport = self.transport
-        if not isinstance(transport, ResumableTransport):
-            raise error
         await transport.discard_held()
         await transport.end(error)
 
@@ -298,19 +300,18 @@ class Session:
         )
         return listing
 
-    async def _new_http_session(self, notice: SessionExpiredNotice) -> None:
+    async def _new_http_session(
+        self, transport: ResumableTransport, notice: SessionExpiredNotice
+    ) -> None:
         """The server ended the HTTP session: initialize a new one ahead of every held frame,
-        let the transport send them, restore the log level and list the tools again. Raises
-        :class:`TransportClosed` (which ends the connection) when that cannot be done."""
+        let the transport send them, restore the log level and list the tools again. Ends the
+        connection (through the transport) when that cannot be done."""
         try:
-            await self._renew(notice)
+            await self._renew(transport, notice)
         finally:
             self._renewing = False
 
-    async def _renew(self, notice: SessionExpiredNotice) -> None:
-        transport = self.transport
-        if not isinstance(transport, ResumableTransport):
-            raise TransportClosed(f"{notice.error}; reconnecting") from notice.error
+    async def _renew(self, transport: ResumableTransport, notice: SessionExpiredNotice) -> None:
         self._log.warning(
             "the server ended the session (%d calls lost in flight); initializing a new one",
             len(notice.lost),
@@ -325,7 +326,7 @@ class Session:
             await transport.send_now(frame)
         except McpError as exc:
             reason = f"the server ended the session and a new one could not be initialized: {exc}"
-            await self._give_up(notice, reason)
+            await self._give_up(transport, notice, reason)
             return
         await transport.resume()
         self._log.info("a new session is initialized (protocol %s)", version)

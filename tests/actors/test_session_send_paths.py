@@ -27,12 +27,14 @@ from trio_mcp.actors.runtime._pending import ConnectionLost, PendingItem
 from trio_mcp.actors.runtime._session import Listing, Relisted, Session
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 from trio_mcp.protocol import CallTimeout, ServerDisconnected
-from trio_mcp.protocol._errors import HttpStatusError, McpError, TransportClosed
+from trio_mcp.protocol._errors import HttpStatusError, McpError, SessionExpired, TransportClosed
 from trio_mcp.protocol._jsonrpc import RequestId
 from trio_mcp.transports._base import (
     ConnectionEnded,
     FrameSink,
     RequestFailed,
+    ResumableTransport,
+    SessionExpiredNotice,
     Transport,
     TransportInfo,
     item_size,
@@ -448,6 +450,28 @@ async def test_a_timed_out_call_tells_the_server(autojump_clock: Clock) -> None:
         assert info.value.request_id is not None
         await trio.testing.wait_all_tasks_blocked()
         assert fake.cancellations == [info.value.request_id]
+
+
+# --------------------------------------------------------------------------- session expiry
+
+
+async def test_a_session_expiry_on_a_transport_that_cannot_resume_ends_the_connection(
+    autojump_clock: Clock,
+) -> None:
+    # Only a ResumableTransport can hold its frames while a new session is initialized: on any
+    # other the control loop ends the connection (and the supervisor reconnects).
+    fake = fake_server()
+    async with open_session(fake.connect, config(fake)) as conn:
+        assert not isinstance(conn.transport, ResumableTransport)
+        expired = SessionExpired("HTTP 404: the session is gone")
+        conn.mailbox.send_nowait(SessionExpiredNotice(error=expired))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [str(e) for e in conn.ended] == ["HTTP 404: the session is gone; reconnecting"]
+        assert isinstance(conn.ended[0], TransportClosed)
+        assert conn.ended[0].__cause__ is expired
+        assert conn.session.closed
+        with pytest.raises(ServerDisconnected):
+            await conn.session.call_tool("t", {}, timeout=5)
 
 
 # --------------------------------------------------------------------------- re-listing

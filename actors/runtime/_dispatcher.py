@@ -90,9 +90,9 @@ class EventPublisher(Protocol):
 
 
 class RelistSink(Protocol):
-    """The session's re-lister: takes the kind to list again (``"tools"``...)."""
+    """The session's re-lister: told (``None``) that the server's tools changed."""
 
-    def send_nowait(self, value: str, /) -> None: ...
+    def send_nowait(self, value: None, /) -> None: ...
 
 
 @attrs.define(eq=False)
@@ -253,7 +253,7 @@ class Dispatcher:
         if kind is not None:
             if kind == "tools":
                 with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
-                    self.relist.send_nowait(kind)
+                    self.relist.send_nowait(None)
             else:
                 self.events.publish(ListChanged(server=self.server, kind=kind))
             return

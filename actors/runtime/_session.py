@@ -146,8 +146,8 @@ class Session:
     #: what the handshake established (set by the session's task, once, before it is ready)
     info: SessionInfo | None = attrs.field(default=None, init=False)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
-    _relist_send: trio.MemorySendChannel[str] = attrs.field(init=False)
-    _relist_receive: trio.MemoryReceiveChannel[str] = attrs.field(init=False)
+    _relist_send: trio.MemorySendChannel[None] = attrs.field(init=False)
+    _relist_receive: trio.MemoryReceiveChannel[None] = attrs.field(init=False)
     _control_send: trio.MemorySendChannel[SessionExpiredNotice] = attrs.field(init=False)
     _control_receive: trio.MemoryReceiveChannel[SessionExpiredNotice] = attrs.field(init=False)
     _log: logging.Logger = attrs.field(init=False)
@@ -160,7 +160,7 @@ class Session:
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
         # same request (the re-lister debounces; a second expiry ends the connection).
-        self._relist_send, self._relist_receive = trio.open_memory_channel[str](1)
+        self._relist_send, self._relist_receive = trio.open_memory_channel[None](1)
         self._control_send, self._control_receive = trio.open_memory_channel[SessionExpiredNotice](
             1
         )
@@ -586,14 +586,11 @@ class Session:
         for ``list_changed_debounce`` seconds, and send the result to the supervisor."""
         debounce = self.runtime.list_changed_debounce
         async for _ in self._relist_receive:
-            quiet_at = trio.current_time() + debounce
-            while True:
-                # Each new notification moves the quiet deadline.
-                with trio.move_on_at(quiet_at):
+            quiet = False
+            while not quiet:  # each new notification starts the quiet time again
+                with trio.move_on_after(debounce) as wait:
                     await self._relist_receive.receive()
-                    quiet_at = trio.current_time() + debounce
-                    continue
-                break
+                quiet = wait.cancelled_caught
             try:
                 listing = await self.list_tools()
             except _REQUEST_FAILURES as exc:

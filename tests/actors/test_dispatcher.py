@@ -75,7 +75,7 @@ class Recorder:
     def publish(self, event: Any, /) -> None:
         self.items.append(event)
 
-    def send_nowait(self, value: str, /) -> None:
+    def send_nowait(self, value: None, /) -> None:
         self.items.append(value)
 
 

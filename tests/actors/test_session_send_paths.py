@@ -62,13 +62,16 @@ class Supervisor:
     """The supervisor's mailbox, as the session reaches it."""
 
     items: list[Relisted | ConnectionLost] = attrs.Factory(list)
+    #: when each item arrived (trio clock)
+    at: list[float] = attrs.Factory(list)
 
     def send_nowait(self, value: Relisted | ConnectionLost, /) -> None:
         self.items.append(value)
+        self.at.append(trio.current_time())
 
     async def send(self, value: Relisted | ConnectionLost, /) -> None:
         await trio.lowlevel.checkpoint()
-        self.items.append(value)
+        self.send_nowait(value)
 
 
 @attrs.define
@@ -499,3 +502,21 @@ async def test_a_relisting_the_transport_fails_leaves_the_session_up(
         assert [type(item) for item in conn.supervisor.items] == [Relisted]
         assert (await conn.session.call_tool("t", {}, timeout=5)).content
         assert conn.ended == []
+
+
+async def test_list_changed_notifications_are_debounced(autojump_clock: Clock) -> None:
+    # One re-listing once the notifications have been quiet for list_changed_debounce: each
+    # new notification starts the quiet time again.
+    fake = fake_server()
+    debounce = RuntimeConfig().list_changed_debounce
+    assert debounce == 0.25
+    async with open_session(fake.connect, config(fake)) as conn:
+        for at in (1.0, 1.1, 1.2):
+            await trio.sleep_until(at)
+            await fake.emit_list_changed()
+        await trio.sleep_until(3.0)
+        await fake.emit_list_changed()
+        await trio.sleep_until(5.0)
+        assert [type(item) for item in conn.supervisor.items] == [Relisted, Relisted]
+        assert conn.supervisor.at == [pytest.approx(1.45), pytest.approx(3.25)]
+    assert [m for m, _ in fake.requests].count("tools/list") == 3  # the handshake's, and two

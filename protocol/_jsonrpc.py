@@ -896,40 +896,37 @@ class JsonRpcConnection:
         :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a string or
         an integer, or when ``id`` is still outstanding (ids of requests in flight must differ).
         """
-        if id is not None:
-            self._record(
-                id,
-                method,
-                f"start a {method} request",
-                "choose another id or let the connection allocate one",
-            )
-            self._ids.advance_past(id)
-            return Request(id=id, method=method, params=params)
-        self._check_open(f"start a {method} request")
-        rid = self._ids.next()
-        while rid in self._outstanding:  # a hand-picked id took it
-            rid = self._ids.next()
-        self._outstanding[rid] = method
-        self._sent_total += 1
-        return Request(id=rid, method=method, params=params)
+        if id is None:
+            id = self._ids.next()
+            while id in self._outstanding:  # a hand-picked id took it
+                id = self._ids.next()
+        self._record(id, method, starting=True)
+        self._ids.advance_past(id)
+        return Request(id=id, method=method, params=params)
 
     def expect(self, id: RequestId, method: str) -> None:
         """Record request ``id`` (``method``), built and sent by someone else, as outstanding
-        until its answer arrives: :meth:`start_request` without building the envelope.
+        until its answer arrives: :meth:`start_request` without building the envelope (the
+        pending-call table's way, once per call: nothing is allocated here).
 
         Raises :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a
         string or an integer, or when ``id`` is still outstanding."""
-        self._record(
-            id, method, f"expect an answer to {method}", "ids of requests in flight must differ"
-        )
+        self._record(id, method, starting=False)
 
-    def _record(self, id: RequestId, method: str, action: str, advice: str) -> None:
-        """Record the request ``id`` given by the caller as outstanding, after the checks of
-        :meth:`start_request` and :meth:`expect`."""
-        self._check_open(action)
+    def _record(self, id: RequestId, method: str, *, starting: bool) -> None:
+        """Record request ``id`` as outstanding, for :meth:`start_request` (``starting``) and
+        :meth:`expect`, after their checks. The error messages are built only when raised."""
+        if self._closed:
+            action = f"start a {method} request" if starting else f"expect an answer to {method}"
+            self._check_open(action)
         if isinstance(id, bool) or not isinstance(id, int | str):
             raise LocalProtocolError(f"a request id is a string or an integer, not {id!r}")
         if id in self._outstanding:
+            advice = (
+                "choose another id or let the connection allocate one"
+                if starting
+                else "ids of requests in flight must differ"
+            )
             raise LocalProtocolError(
                 f"request id {id!r} is still in flight ({self._outstanding[id]}); {advice}"
             )

@@ -19,7 +19,8 @@ caller's task is rescheduled with the result, no task in between), hands progres
 waiting caller (whose own task runs the host's progress callback), fails a call whose deadline
 passed (its caller then tells the server), and passes server requests, notifications and stderr
 lines to the session's :class:`~trio_mcp.actors.runtime._dispatcher.Dispatcher` and a session
-expiry to the session's control loop. Per wake-up it handles the items that are ready, at most
+expiry to the session's control loop (or, on a transport that cannot start a new session, ends
+the connection). Per wake-up it handles the items that are ready, at most
 :data:`DRAIN_LIMIT` of them (the rest after a schedule point), and the deadline of the earliest
 call is the deadline of the wait, so a flooding server can neither hold the event loop nor stop
 a timeout from firing.
@@ -308,8 +309,9 @@ class PendingCalls:
     mailbox: Mailbox
     #: the dispatcher's mailbox (server requests, notifications, stderr lines)
     dispatch: DispatchSink
-    #: the session's control mailbox (a session expiry)
-    control: DispatchSink
+    #: the session's control mailbox (a session expiry); None when the transport cannot hold
+    #: its frames for a new session (not a ResumableTransport): an expiry ends the connection
+    control: DispatchSink | None
     #: told (a :class:`ConnectionLost`) when the connection ends
     lost: LossSink
     #: our requests only: server requests go to the dispatcher, which keeps track of them
@@ -632,7 +634,9 @@ class PendingCalls:
 
     def _session_expired(self, notice: SessionExpiredNotice) -> None:
         """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
-        and the session's control loop initializes a new one (or ends the connection)."""
+        and the session's control loop initializes a new one (or ends the connection). Without
+        a control loop (the transport cannot hold its frames meanwhile) the connection ends
+        here, and every waiting call fails saying why."""
         for request_id in notice.lost:
             entry = self._entries.get(request_id)
             if entry is None:
@@ -649,6 +653,11 @@ class PendingCalls:
                     request_id=request_id,
                 ),
             )
+        if self.control is None:
+            error = TransportClosed(f"{notice.error}; reconnecting")
+            error.__cause__ = notice.error
+            self._end(error)
+            return
         try:
             self.control.send_nowait(notice)
         except trio.WouldBlock:

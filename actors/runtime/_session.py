@@ -18,7 +18,10 @@ it is the task (:meth:`Session.run`) whose nursery holds the connection's actors
   them, restore the log level and list the tools again; the calls lost in flight have already
   failed as outcome unknown. An expiry before the first handshake is done, a second expiry
   during that, or a failed re-initialize ends the connection (the supervisor reconnects), and
-  the held calls fail as never sent;
+  the held calls fail as never sent. A transport that passes an expiry up but cannot hold its
+  frames (not a :class:`~trio_mcp.transports.ResumableTransport`: one built around the HTTP
+  transport, such as the chaos transport) has no control loop: the table ends the connection
+  at its first expiry;
 - the session task itself: the handshake (``initialize``, ``notifications/initialized``, the log
   level, the first tool listing), after which it starts the re-lister; its nursery then holds
   the actors above until the connection ends.
@@ -198,34 +201,36 @@ class Session:
             events=self.events,
             relist=self._relist_send,
         )
+        # Only a transport that holds its frames meanwhile can have a new HTTP session made
+        # for it; on any other the table ends the connection at the first expiry.
+        transport = self.transport
+        resumable = transport if isinstance(transport, ResumableTransport) else None
         table = PendingCalls(
             server=self.server,
             generation=self.generation,
             mailbox=self.mailbox,
             dispatch=dispatcher.inbox,
-            control=self._control_send,
+            control=None if resumable is None else self._control_send,
             lost=self.supervisor,
         )
         self._table = table
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)
-            nursery.start_soon(self._control, nursery)
+            if resumable is not None:
+                nursery.start_soon(self._control, nursery, resumable)
             listing = await self._handshake()
             self._established = True
             nursery.start_soon(self._relister)
             task_status.started(listing)
 
-    async def _control(self, nursery: trio.Nursery) -> None:
-        """The session's control loop: an HTTP session expiry starts a new session (in a task
-        of its own, so that a second expiry meanwhile is seen at once), or ends the connection
-        when the first handshake is not done yet or a new session is being initialized. A
-        transport that cannot hold its frames for a new session (not a
-        :class:`ResumableTransport`) ends the connection on its first expiry."""
+    async def _control(self, nursery: trio.Nursery, transport: ResumableTransport) -> None:
+        """The session's control loop (only on a :class:`ResumableTransport`: on any other the
+        table ends the connection at the first expiry): an HTTP session expiry starts a new
+        session (in a task of its own, so that a second expiry meanwhile is seen at once), or
+        ends the connection when the first handshake is not done yet or a new session is being
+        initialized."""
         async for notice in self._control_receive:
-            transport = self.transport
-            if not isinstance(transport, ResumableTransport):
-                raise TransportClosed(f"{notice.error}; reconnecting") from notice.error
             if self._established and not self._renewing:
                 self._renewing = True
                 nursery.start_soon(self._new_http_session, transport, notice)

@@ -184,8 +184,14 @@ class Harness:
 
 
 async def start(
-    nursery: trio.Nursery, *, max_bytes: int = 64 * 1024, generation: int = 3
+    nursery: trio.Nursery,
+    *,
+    max_bytes: int = 64 * 1024,
+    generation: int = 3,
+    resumable: bool = True,
 ) -> Harness:
+    """A table in ``nursery``; ``resumable=False``: without a control mailbox, as a session
+    builds it for a transport that cannot hold its frames for a new HTTP session."""
     mailbox: Mailbox = ByteChannel[PendingItem](max_bytes=max_bytes)
     dispatch, control, lost = Sink(), Sink(), Sink()
     table = PendingCalls(
@@ -193,7 +199,7 @@ async def start(
         generation=generation,
         mailbox=mailbox,
         dispatch=dispatch,
-        control=control,
+        control=control if resumable else None,
         lost=lost,
     )
     harness = Harness(nursery, mailbox, table, dispatch, control, lost)
@@ -838,6 +844,33 @@ async def test_a_session_expiry_that_control_cannot_take_ends_the_connection() -
         assert str(h.ended[0]) == "session gone (the session could not be re-initialized)"
         assert isinstance(h.failure(1), ServerDisconnected)
         assert [type(m) for m in h.lost.items] == [ConnectionLost]
+
+
+async def test_a_session_expiry_without_control_ends_the_connection_saying_why() -> None:
+    # The transport passed the expiry up but cannot hold its frames for a new session: every
+    # waiting call fails at once with the expiry as the reason, and the supervisor is told.
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery, resumable=False)
+        h.call(1)
+        h.call(2)
+        expired = SessionExpired("the server ended the session")
+        h.put(SessionExpiredNotice(error=expired, lost=(1,)))
+        await settle()
+        assert [str(e) for e in h.ended] == ["the server ended the session; reconnecting"]
+        assert isinstance(h.ended[0], TransportClosed)
+        assert h.ended[0].__cause__ is expired
+        lost = h.failure(1)  # lost in flight: failed first, as with a control loop
+        assert isinstance(lost, ServerDisconnected)
+        assert "ended its session while tools/call was in flight" in str(lost)
+        held = h.failure(2)
+        assert isinstance(held, ServerDisconnected)
+        assert str(held).startswith(
+            "server 's' disconnected during tools/call (the server ended the session; "
+            "reconnecting), "
+        )
+        assert h.control.items == []
+        assert [type(m) for m in h.lost.items] == [ConnectionLost]
+        assert h.lost.items[0].error is h.ended[0]
 
 
 async def test_stderr_lines_go_to_the_dispatcher_best_effort() -> None:

@@ -462,7 +462,8 @@ async def test_a_session_expiry_on_a_transport_that_cannot_resume_ends_the_conne
     autojump_clock: Clock,
 ) -> None:
     # Only a ResumableTransport can hold its frames while a new session is initialized: on any
-    # other the control loop ends the connection (and the supervisor reconnects).
+    # other the session has no control loop, and its table ends the connection at once, telling
+    # the supervisor (which reconnects). tests/actors/test_session_expiry.py: the whole runtime.
     fake = fake_server()
     async with open_session(fake.connect, config(fake)) as conn:
         assert not isinstance(conn.transport, ResumableTransport)
@@ -473,6 +474,7 @@ async def test_a_session_expiry_on_a_transport_that_cannot_resume_ends_the_conne
         assert isinstance(conn.ended[0], TransportClosed)
         assert conn.ended[0].__cause__ is expired
         assert conn.session.closed
+        assert [type(item) for item in conn.supervisor.items] == [ConnectionLost]
         with pytest.raises(ServerDisconnected):
             await conn.session.call_tool("t", {}, timeout=5)
 

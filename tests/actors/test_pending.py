@@ -52,6 +52,7 @@ from trio_mcp.protocol._errors import (
     TransportClosed,
 )
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
+from trio_mcp.protocol._methods import decode_notification
 from trio_mcp.protocol._types import ProgressNotificationParams
 from trio_mcp.transports._base import (
     ConnectionEnded,
@@ -686,7 +687,7 @@ async def test_progress_for_an_unknown_token_or_invalid_is_dropped(
 async def test_progress_is_decoded_only_when_someone_waits_for_its_token(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    decode = _pending.decode_notification
+    decode = decode_notification
     decoded: list[Any] = []
 
     def counting(method: str, params: Any) -> Any:

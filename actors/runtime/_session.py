@@ -368,8 +368,8 @@ class Session:
         ``notifications/cancelled``), or :class:`ServerDisconnected` (its ``sent`` says whether
         the request had gone out). ``progress`` is called (in this task) with each progress
         notification; with ``progress_resets_timeout`` each one gives the call ``timeout`` more
-        seconds, never past ``max_time``. ``now`` (for a new HTTP session): the frame goes past
-        the ones the transport holds."""
+        seconds, never past ``max_time``. ``now`` (for a new HTTP session, on a
+        :class:`ResumableTransport` only): the frame goes past the ones the transport holds."""
         request_id = next(self._ids)
         token: int | None = None
         if progress is not None or progress_resets_timeout:
@@ -439,7 +439,8 @@ class Session:
 
     async def _send(self, frame: bytes, request_id: int, *, now: bool) -> None:
         transport = self.transport
-        if now and isinstance(transport, ResumableTransport):
+        if now:  # only the control loop's new HTTP session asks, on a transport that can
+            assert isinstance(transport, ResumableTransport), "now=True needs send_now"
             await transport.send_now(frame, request_id)
             return
         try:
@@ -512,7 +513,9 @@ class Session:
         entries: list[Any] = []
         seen: set[str] = set()
         cursor: str | None = None
-        for page in itertools.count(1):
+        page = 0
+        while True:
+            page += 1
             raw = await self.request(
                 method,
                 {"cursor": cursor} if cursor is not None else None,
@@ -549,7 +552,6 @@ class Session:
                     f"{self.runtime.max_list_pages} pages (max_list_pages)"
                 )
             seen.add(cursor)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def list_tools(self) -> Listing:
         """Every page of ``tools/list``, with the registration checks applied."""

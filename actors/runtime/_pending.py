@@ -250,7 +250,8 @@ Mailbox: TypeAlias = ByteChannel[PendingItem]
 
 
 class DispatchSink(Protocol):
-    """Where the table passes what is not an answer: the dispatcher's mailbox."""
+    """Where the table passes what is not an answer: the dispatcher's mailbox, and the
+    session's control mailbox (a session expiry)."""
 
     def send_nowait(self, value: Any, /) -> None: ...
 

@@ -8,8 +8,9 @@ decoded JSON value into one of four envelope classes with plain ``dict`` checks,
 :class:`JsonRpcConnection` is the client side's correlation machine in the h11 manner: it does no
 I/O and knows no clock. Feed it the messages that arrive (:meth:`~JsonRpcConnection.receive`)
 and it says what they mean as events; ask it for the messages to send and it keeps track of what
-is in flight. Losing the connection is an event too (:meth:`~JsonRpcConnection.connection_lost`),
-after which the machine refuses to be used again.
+is in flight. Losing the connection is an event too (:meth:`~JsonRpcConnection.connection_lost`,
+or :meth:`~JsonRpcConnection.close` when the caller fails the waiting requests itself), after
+which the machine refuses to be used again.
 
 Hostile input
 -------------
@@ -59,6 +60,7 @@ __all__ = [
     "Response",
     "ResponseReceived",
     "UnexpectedResponse",
+    "cancel_notification",
     "classify",
     "encode_message",
     "parse_message",
@@ -784,6 +786,21 @@ class ConnectionStatistics:
 # --------------------------------------------------------------------------- correlation
 
 
+def cancel_notification(
+    request_id: RequestId, method: str, reason: str | None = None
+) -> Notification | None:
+    """The ``notifications/cancelled`` that tells the server we no longer wait for the answer to
+    our request ``request_id`` (``method``), with ``reason`` when given; ``None`` (nothing to
+    send) for ``initialize``, which the protocol forbids cancelling. Pure: records nothing (see
+    :meth:`JsonRpcConnection.cancel`)."""
+    if method == "initialize":
+        return None
+    params: dict[str, Any] = {"requestId": request_id}
+    if reason is not None:
+        params["reason"] = reason
+    return Notification(method=CANCELLED_NOTIFICATION, params=params)
+
+
 class JsonRpcConnection:
     """The client's sans-IO JSON-RPC correlation machine for one connection.
 
@@ -792,9 +809,16 @@ class JsonRpcConnection:
     sends or waits for anything: the caller writes the messages it returns and feeds it the
     messages that arrive.
 
-    After :meth:`connection_lost` the machine is closed for good: :meth:`start_request`,
-    :meth:`notification`, :meth:`respond`, :meth:`respond_error` and :meth:`receive` raise
-    :class:`LocalProtocolError`. Use a new machine for a new connection.
+    ``track_inbound=False``: server requests are not recorded. :meth:`receive` still turns each
+    one into :class:`RequestReceived`, but without the duplicate-id check, and :meth:`respond`
+    and :meth:`respond_error` refuse: whoever answers the server's requests keeps track of them
+    (refuses a reused id, drops a cancelled one) and builds the answers itself. The runtime's
+    pending-call table works this way, since its dispatcher answers the server.
+
+    After :meth:`close` or :meth:`connection_lost` the machine is closed for good:
+    :meth:`start_request`, :meth:`expect`, :meth:`notification`, :meth:`respond`,
+    :meth:`respond_error` and :meth:`receive` raise :class:`LocalProtocolError`. Use a new
+    machine for a new connection.
     """
 
     __slots__ = (
@@ -804,12 +828,14 @@ class JsonRpcConnection:
         "_outstanding",
         "_received_total",
         "_sent_total",
+        "_track_inbound",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, track_inbound: bool = True) -> None:
         self._ids = IdAllocator()
         self._outstanding: dict[RequestId, str] = {}
         self._inbound: dict[RequestId, str] = {}
+        self._track_inbound = track_inbound
         self._closed = False
         self._sent_total = 0
         self._received_total = 0
@@ -825,7 +851,7 @@ class JsonRpcConnection:
 
     @property
     def closed(self) -> bool:
-        """Whether :meth:`connection_lost` was called."""
+        """Whether :meth:`close` or :meth:`connection_lost` was called."""
         return self._closed
 
     @property
@@ -836,7 +862,8 @@ class JsonRpcConnection:
 
     @property
     def inbound(self) -> Mapping[RequestId, str]:
-        """Server requests we have not answered, id -> method (a live, read-only view)."""
+        """Server requests we have not answered, id -> method (a live, read-only view; always
+        empty with ``track_inbound=False``)."""
         return MappingProxyType(self._inbound)
 
     def statistics(self) -> ConnectionStatistics:
@@ -869,38 +896,39 @@ class JsonRpcConnection:
         :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a string or
         an integer, or when ``id`` is still outstanding (ids of requests in flight must differ).
         """
-        self._check_open(f"start a {method} request")
         if id is None:
-            rid: RequestId = self._ids.next()
-            while rid in self._outstanding:  # a hand-picked id took it
-                rid = self._ids.next()
-        else:
-            if isinstance(id, bool) or not isinstance(id, int | str):
-                raise LocalProtocolError(f"a request id is a string or an integer, not {id!r}")
-            if id in self._outstanding:
-                raise LocalProtocolError(
-                    f"request id {id!r} is still in flight ({self._outstanding[id]}); "
-                    "choose another id or let the connection allocate one"
-                )
-            self._ids.advance_past(id)
-            rid = id
-        self._outstanding[rid] = method
-        self._sent_total += 1
-        return Request(id=rid, method=method, params=params)
+            id = self._ids.next()
+            while id in self._outstanding:  # a hand-picked id took it
+                id = self._ids.next()
+        self._record(id, method, starting=True)
+        self._ids.advance_past(id)
+        return Request(id=id, method=method, params=params)
 
     def expect(self, id: RequestId, method: str) -> None:
         """Record request ``id`` (``method``), built and sent by someone else, as outstanding
-        until its answer arrives: :meth:`start_request` without building the envelope.
+        until its answer arrives: :meth:`start_request` without building the envelope (the
+        pending-call table's way, once per call: nothing is allocated here).
 
         Raises :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a
         string or an integer, or when ``id`` is still outstanding."""
-        self._check_open(f"expect an answer to {method}")
+        self._record(id, method, starting=False)
+
+    def _record(self, id: RequestId, method: str, *, starting: bool) -> None:
+        """Record request ``id`` as outstanding, for :meth:`start_request` (``starting``) and
+        :meth:`expect`, after their checks. The error messages are built only when raised."""
+        if self._closed:
+            action = f"start a {method} request" if starting else f"expect an answer to {method}"
+            self._check_open(action)
         if isinstance(id, bool) or not isinstance(id, int | str):
             raise LocalProtocolError(f"a request id is a string or an integer, not {id!r}")
         if id in self._outstanding:
+            advice = (
+                "choose another id or let the connection allocate one"
+                if starting
+                else "ids of requests in flight must differ"
+            )
             raise LocalProtocolError(
-                f"request id {id!r} is still in flight ({self._outstanding[id]}); "
-                "ids of requests in flight must differ"
+                f"request id {id!r} is still in flight ({self._outstanding[id]}); {advice}"
             )
         self._outstanding[id] = method
         self._sent_total += 1
@@ -922,13 +950,12 @@ class JsonRpcConnection:
         :class:`UnexpectedResponse`. Never raises.
         """
         method = self._outstanding.pop(id, None)
-        if method is None or method == "initialize":
+        if method is None:
             return None
-        params: dict[str, Any] = {"requestId": id}
-        if reason is not None:
-            params["reason"] = reason
-        self._sent_total += 1
-        return Notification(method=CANCELLED_NOTIFICATION, params=params)
+        notice = cancel_notification(id, method, reason)
+        if notice is not None:
+            self._sent_total += 1
+        return notice
 
     def forget(self, id: RequestId) -> bool:
         """Stop waiting for request ``id`` without telling the server (2026-07-28 HTTP cancels by
@@ -951,6 +978,7 @@ class JsonRpcConnection:
         Raises :class:`LocalProtocolError` when the connection was lost, and
         :class:`RemoteProtocolError` (path ``$.id``) when the server sends a request whose id is
         the id of another of its requests we have not answered yet; that request is dropped.
+        With ``track_inbound=False`` a server request is not recorded (nor checked).
         """
         self._check_open("receive messages")
         self._received_total += 1
@@ -969,6 +997,8 @@ class JsonRpcConnection:
         if isinstance(msg, Notification):
             return NotificationReceived(notification=msg)
         if isinstance(msg, Request):
+            if not self._track_inbound:
+                return RequestReceived(request=msg)
             if msg.id in self._inbound:
                 raise RemoteProtocolError(
                     f"the server sent request {msg.id!r} ({msg.method}) while its request with "
@@ -983,6 +1013,11 @@ class JsonRpcConnection:
 
     def _take_inbound(self, request_id: RequestId) -> None:
         self._check_open(f"answer request {request_id!r}")
+        if not self._track_inbound:
+            raise LocalProtocolError(
+                f"cannot answer request {request_id!r}: this connection does not track server "
+                "requests (track_inbound=False); build the Response or ErrorResponse directly"
+            )
         if request_id not in self._inbound:
             raise LocalProtocolError(
                 f"cannot answer request {request_id!r}: the server has no such request in "
@@ -995,7 +1030,8 @@ class JsonRpcConnection:
         """Build the answer to the server's request ``request_id``.
 
         Raises :class:`LocalProtocolError` when that request is not in flight (never received,
-        already answered, cancelled by the server) or the connection was lost.
+        already answered, cancelled by the server), when the machine does not track server
+        requests (``track_inbound=False``), or when the connection was lost.
         """
         self._take_inbound(request_id)
         return Response(id=request_id, result=result)
@@ -1012,11 +1048,6 @@ class JsonRpcConnection:
         return ErrorResponse(
             id=request_id, error=ErrorObject(code=code, message=message, data=data)
         )
-
-    def inbound_handed_off(self, request_id: RequestId) -> bool:
-        """Someone else answers the server's request ``request_id`` (and keeps track of it):
-        forget it here. Returns whether it was in flight. Never raises."""
-        return self._inbound.pop(request_id, None) is not None
 
     def inbound_cancelled(self, request_id: RequestId) -> bool:
         """The server cancelled its request ``request_id``: drop it, we must not answer it.

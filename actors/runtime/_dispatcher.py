@@ -8,19 +8,21 @@ of our calls: server requests (``roots/list``, ``sampling/createMessage``, ``eli
 server's stderr lines.
 
 Each server request is answered from the host's callbacks in a handler task of its own (a slow
-callback never holds up anything else; at most :data:`MAX_INBOUND_REQUESTS` at once, more are
-answered with an error at once); the handler sends the answer through the transport and tells
-the dispatcher it is done (:class:`Answered`), so only the dispatcher's task changes its table of
-requests in flight. ``notifications/cancelled`` from the server cancels the handler of that
-request (and nothing is answered). ``notifications/*/list_changed`` goes to the session's
-re-lister, log messages and stderr lines to the log and the event bus.
+callback never holds up anything else; at most :data:`MAX_INBOUND_REQUESTS` at once); the handler
+sends the answer through the transport and tells the dispatcher it is done (:class:`Answered`),
+so only the dispatcher's task changes its table of requests in flight. A request past the limit
+is refused with an error by the dispatcher itself, if the transport's outbox takes the answer
+at once, and left unanswered otherwise: a server flooding us with requests costs neither a task
+nor a waiting frame per request. ``notifications/cancelled`` from the server cancels the handler
+of that request (and nothing is answered). ``notifications/*/list_changed`` goes to the
+session's re-lister, log messages and stderr lines to the log and the event bus.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
@@ -41,6 +43,7 @@ from ...protocol._methods import decode_notification, decode_params
 from ...transports._base import StderrLine, Transport
 from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged
+from ._pending import DRAIN_LIMIT
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -52,9 +55,7 @@ __all__ = [
 
 #: Items waiting for the dispatcher; past this the table drops notifications (and says so).
 MAILBOX_SIZE: Final = 256
-#: Items handled per wake-up at most (as the table does).
-_DRAIN_LIMIT: Final = 128
-#: Server requests handled at once; more are answered with an error at once.
+#: Server requests handled at once; more are refused with an error at once (best effort).
 MAX_INBOUND_REQUESTS: Final = 32
 
 _LOG_LEVELS: Final = {
@@ -89,9 +90,9 @@ class EventPublisher(Protocol):
 
 
 class RelistSink(Protocol):
-    """The session's re-lister: takes the kind to list again (``"tools"``...)."""
+    """The session's re-lister: told (``None``) that the server's tools changed."""
 
-    def send_nowait(self, value: str, /) -> None: ...
+    def send_nowait(self, value: None, /) -> None: ...
 
 
 @attrs.define(eq=False)
@@ -124,9 +125,10 @@ class Dispatcher:
             mailbox = self._mailbox
             while True:
                 self._handle(await mailbox.receive())
-                # what is ready now, bounded: the rest after a schedule point (the next
-                # receive), so that a flood of notifications holds the event loop briefly
-                for _ in range(_DRAIN_LIMIT - 1):
+                # what is ready now, at most DRAIN_LIMIT items as the table takes: the rest
+                # after a schedule point (the next receive), so that a flood of notifications
+                # holds the event loop briefly
+                for _ in range(DRAIN_LIMIT - 1):
                     try:
                         item = mailbox.receive_nowait()
                     except trio.WouldBlock:
@@ -160,9 +162,7 @@ class Dispatcher:
             )
             return
         if len(self._inbound) >= MAX_INBOUND_REQUESTS:
-            self._handlers.start_soon(
-                self._answer_error, request, -32603, "too many concurrent requests from the server"
-            )
+            self._refuse(request)
             return
         scope = trio.CancelScope()
         self._inbound[request.id] = scope
@@ -192,8 +192,26 @@ class Dispatcher:
         finally:
             await self.inbox.send(Answered(request_id=request.id))
 
-    async def _answer_error(self, request: Request, code: int, message: str) -> None:
-        await self._send(_error(request.id, code, message))
+    def _refuse(self, request: Request) -> None:
+        """Answer a server request past :data:`MAX_INBOUND_REQUESTS` with an error, here and
+        now, or drop the answer when the transport cannot take it at once: a server that floods
+        us with requests never makes us hold a task (or a frame) for each one."""
+        frame = _error(
+            request.id,
+            -32603,
+            f"too many concurrent requests from the server (the client handles "
+            f"{MAX_INBOUND_REQUESTS} at once): send it again once others are answered",
+        )
+        try:
+            self.transport.send_nowait(frame)
+        except (trio.WouldBlock, TransportError) as exc:
+            self._log.warning(
+                "too many concurrent requests from the server: %s %r refused, and the refusal "
+                "was dropped (%s)",
+                request.method,
+                request.id,
+                "the outbox is full" if isinstance(exc, trio.WouldBlock) else exc,
+            )
 
     async def _send(self, frame: bytes) -> None:
         try:
@@ -202,35 +220,27 @@ class Dispatcher:
             self._log.debug("an answer to the server was not sent: %s", exc)
 
     async def _answer(self, request: Request) -> Mapping[str, Any]:
+        """The result for one server request, from the host's callback. Raises
+        :class:`RpcError` for what the server is to be answered with an error: -32601 for a
+        capability we did not declare, -32602 for params of the wrong shape."""
         method = request.method
         callbacks = self.callbacks
+        result: Any
         if method == "ping":
             return {}
-        handler: Callable[[], Awaitable[Any]] | None = None
         if method == "roots/list" and callbacks.list_roots is not None:
-            list_roots = callbacks.list_roots
-
-            async def handler() -> Any:
-                return {"roots": [_wire(root) for root in await list_roots(self.server)]}
-
+            result = {"roots": [_wire(root) for root in await callbacks.list_roots(self.server)]}
         elif method == "sampling/createMessage" and callbacks.sampling is not None:
-            sampling, params = callbacks.sampling, decode_params(method, request.params)
-
-            async def handler() -> Any:
-                return await sampling(self.server, params)
-
+            result = await callbacks.sampling(self.server, _params(request))
         elif method == "elicitation/create" and callbacks.elicitation is not None:
-            elicitation, params = callbacks.elicitation, decode_params(method, request.params)
+            params = _params(request)
             mode = getattr(params, "mode", None) or "form"
             if mode not in callbacks.elicitation_modes:
                 raise RpcError.from_error(-32602, f"elicitation mode {mode!r} is not supported")
-
-            async def handler() -> Any:
-                return await elicitation(self.server, params)
-
-        if handler is None:
+            result = await callbacks.elicitation(self.server, params)
+        else:
             raise RpcError.from_error(-32601, f"method not found: {method}")
-        answer = _wire(await handler())
+        answer = _wire(result)
         if not isinstance(answer, Mapping):
             raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
         return answer
@@ -243,7 +253,7 @@ class Dispatcher:
         if kind is not None:
             if kind == "tools":
                 with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
-                    self.relist.send_nowait(kind)
+                    self.relist.send_nowait(None)
             else:
                 self.events.publish(ListChanged(server=self.server, kind=kind))
             return
@@ -272,6 +282,15 @@ class Dispatcher:
                     scope.cancel()
             case _:
                 self._log.debug("notification %s ignored", method)
+
+
+def _params(request: Request) -> Any:
+    """The decoded params of a server request; params of the wrong shape are the server's
+    error: -32602 (invalid params), naming the path."""
+    try:
+        return decode_params(request.method, request.params)
+    except InvalidMessage as exc:
+        raise RpcError.from_error(-32602, f"invalid {request.method} params: {exc}") from exc
 
 
 def _error(request_id: RequestId, code: int, message: str) -> bytes:

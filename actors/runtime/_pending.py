@@ -19,9 +19,11 @@ caller's task is rescheduled with the result, no task in between), hands progres
 waiting caller (whose own task runs the host's progress callback), fails a call whose deadline
 passed (its caller then tells the server), and passes server requests, notifications and stderr
 lines to the session's :class:`~trio_mcp.actors.runtime._dispatcher.Dispatcher` and a session
-expiry to the session's task. Every ready item is handled per wake-up, and the deadline of the
-earliest call is the deadline of the wait, so a flooding server cannot stop a timeout from
-firing.
+expiry to the session's control loop (or, on a transport that cannot start a new session, ends
+the connection). Per wake-up it handles the items that are ready, at most
+:data:`DRAIN_LIMIT` of them (the rest after a schedule point), and the deadline of the earliest
+call is the deadline of the wait, so a flooding server can neither hold the event loop nor stop
+a timeout from firing.
 
 When the connection ends (:class:`~trio_mcp.transports.ConnectionEnded`, the end of the
 mailbox, or the session's nursery torn down), every waiter fails in one synchronous step with
@@ -48,7 +50,6 @@ from ...protocol._errors import (
     InvalidMessage,
     LocalProtocolError,
     McpError,
-    RemoteProtocolError,
     RpcError,
     ServerDisconnected,
     TransportClosed,
@@ -103,7 +104,8 @@ PROGRESS_BACKLOG: Final = 16
 #: the number seen at the last sweep.
 _SWEEP_SLACK: Final = 256
 _INF: Final = float("inf")
-#: Items the table handles per wake-up at most (a flood waits its turn after that many).
+#: Items the table (and the dispatcher) handle per wake-up at most (a flood waits its turn after
+#: that many).
 DRAIN_LIMIT: Final = 128
 #: The deadline heap is compacted when it holds more than this many entries beyond twice the
 #: number of waiting calls.
@@ -173,8 +175,10 @@ class Waiter:
 
         A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
         waiter stays unresolved; the caller decides what that means)."""
-        if self._result is not None and not self._progress:
-            await trio.lowlevel.checkpoint()  # a checkpoint, even when answered already
+        if self._result is not None:
+            # a checkpoint even when answered already (the queued progress may be handled
+            # without one: no callback, or a sync one)
+            await trio.lowlevel.checkpoint()
         while True:
             progress = self._progress
             if progress:
@@ -246,7 +250,8 @@ Mailbox: TypeAlias = ByteChannel[PendingItem]
 
 
 class DispatchSink(Protocol):
-    """Where the table passes what is not an answer: the dispatcher's mailbox."""
+    """Where the table passes what is not an answer: the dispatcher's mailbox, and the
+    session's control mailbox (a session expiry)."""
 
     def send_nowait(self, value: Any, /) -> None: ...
 
@@ -305,11 +310,15 @@ class PendingCalls:
     mailbox: Mailbox
     #: the dispatcher's mailbox (server requests, notifications, stderr lines)
     dispatch: DispatchSink
-    #: the session's control mailbox (a session expiry)
-    control: DispatchSink
+    #: the session's control mailbox (a session expiry); None when the transport cannot hold
+    #: its frames for a new session (not a ResumableTransport): an expiry ends the connection
+    control: DispatchSink | None
     #: told (a :class:`ConnectionLost`) when the connection ends
     lost: LossSink
-    _conn: JsonRpcConnection = attrs.field(factory=JsonRpcConnection, init=False)
+    #: our requests only: server requests go to the dispatcher, which keeps track of them
+    _conn: JsonRpcConnection = attrs.field(
+        factory=lambda: JsonRpcConnection(track_inbound=False), init=False
+    )
     _entries: dict[RequestId, _Entry] = attrs.field(factory=dict, init=False)
     _tokens: dict[int | str, RequestId] = attrs.field(factory=dict, init=False)
     #: (deadline, sequence, request id): lazily cleaned (answered calls stay until they surface)
@@ -424,10 +433,9 @@ class PendingCalls:
     # ------------------------------------------------------------------ callers
 
     def _expect(self, item: Expect) -> None:
+        """Register a call. Only ever while the connection lasts: :meth:`_end` fails the
+        Expects left in the mailbox and closes it, and no item is handled after it."""
         request_id = item.request_id
-        if self._ended is not None:  # too late: the caller's send fails (or failed) anyway
-            item.waiter.resolve(outcome.Error(self._disconnected(item.waiter, self._ended)))
-            return
         try:
             self._conn.expect(request_id, item.method)
         except LocalProtocolError as exc:  # an id still in flight: a bug of ours
@@ -448,13 +456,17 @@ class PendingCalls:
         if len(self._entries) > self._sweep_at:
             self._sweep()
 
-    def _forget(self, request_id: RequestId) -> None:
+    def _forget(self, request_id: RequestId) -> _Entry | None:
+        """Drop the call ``request_id`` from the table (its entry, its progress token, the
+        machine's record, which an answer has removed already) and return its entry, if any.
+        Its deadline stays in the heap until it surfaces (see :meth:`_live`)."""
         entry = self._entries.pop(request_id, None)
         if entry is None:
-            return
-        self._conn.forget(request_id)
+            return None
         if entry.progress_token is not None:
             self._tokens.pop(entry.progress_token, None)
+        self._conn.forget(request_id)
+        return entry
 
     def _sweep(self) -> None:
         """Forget waiters whose callers gave up but could not say so (a full mailbox)."""
@@ -462,29 +474,21 @@ class PendingCalls:
             self._forget(request_id)
         self._sweep_at = 2 * len(self._entries) + _SWEEP_SLACK
 
-    def _take(self, request_id: RequestId) -> _Entry | None:
-        entry = self._entries.pop(request_id, None)
-        if entry is not None and entry.progress_token is not None:
-            self._tokens.pop(entry.progress_token, None)
-        return entry
-
-    def _resolve(
-        self,
-        request_id: RequestId,
-        result: outcome.Outcome[Mapping[str, Any]],
-        *,
-        failed: bool = False,
-    ) -> None:
-        """Resolve the waiter of ``request_id`` (if any): an answer, or a failure (counted as
-        failed; an error answer of the server counts as answered)."""
-        entry = self._take(request_id)
-        if entry is None:
-            return
-        if failed:
-            self._failed_total += 1
-        else:
+    def _resolve(self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]) -> None:
+        """The server answered ``request_id`` (a result or an error answer): resolve its waiter,
+        if any, counted as answered."""
+        entry = self._forget(request_id)
+        if entry is not None:
             self._resolved_total += 1
-        entry.waiter.resolve(result)
+            entry.waiter.resolve(result)
+
+    def _fail(self, request_id: RequestId, exc: BaseException) -> None:
+        """Fail the call ``request_id`` (if any) with ``exc`` without an answer from the server
+        (a deadline, a bad frame, the transport): counted as failed; a late answer is ignored."""
+        entry = self._forget(request_id)
+        if entry is not None:
+            self._failed_total += 1
+            entry.waiter.resolve(outcome.Error(exc))
 
     # ------------------------------------------------------------------ deadlines
 
@@ -517,12 +521,8 @@ class PendingCalls:
         while heap and heap[0][0] <= now:
             deadline, _, request_id = heapq.heappop(heap)
             entry = self._entries.get(request_id)
-            if entry is None or entry.deadline != deadline:
-                continue
-            self._take(request_id)
-            self._conn.forget(request_id)
-            self._failed_total += 1
-            entry.waiter.resolve(outcome.Error(TimedOut()))
+            if entry is not None and entry.deadline == deadline:
+                self._fail(request_id, TimedOut())
 
     # ------------------------------------------------------------------ frames
 
@@ -533,12 +533,7 @@ class PendingCalls:
             self._bad_frame(frame, exc)
             return
         for message in parsed if isinstance(parsed, tuple) else (parsed,):
-            try:
-                self._handle_message(message)
-            except RemoteProtocolError as exc:
-                # e.g. a server request reusing the id of one still in flight: refuse that
-                # message alone; the connection and every other call go on.
-                self._log.warning("message from the server refused: %s", exc)
+            self._handle_message(message)
 
     def _handle_message(self, message: Any) -> None:
         event = self._conn.receive(message)
@@ -561,8 +556,7 @@ class PendingCalls:
             case UnexpectedResponse():
                 self._log.debug("late or unknown response ignored: %r", event)
             case RequestReceived(request=request):
-                self._conn.inbound_handed_off(request.id)  # the dispatcher answers it
-                self._pass_on(request)
+                self._pass_on(request)  # the dispatcher answers it (and refuses a reused id)
             case NotificationReceived(notification=notification):
                 if notification.method == "notifications/progress":
                     self._progress(notification)
@@ -578,16 +572,24 @@ class PendingCalls:
             )
 
     def _progress(self, notification: Notification) -> None:
+        """Progress for a waiting call goes to its waiter (and may move its deadline). The token
+        is looked up before anything is decoded: progress nobody waits for (a flood of it, say)
+        costs a dict lookup; only a token that is a string or an integer is looked up (an
+        unhashable one cannot raise, ``true`` and ``1.0`` are not ``1``)."""
+        raw = notification.params
+        token = raw.get("progressToken") if raw is not None else None
+        if isinstance(token, bool) or not isinstance(token, int | str):
+            return
+        request_id = self._tokens.get(token)
+        entry = self._entries.get(request_id) if request_id is not None else None
+        if entry is None:
+            return
         try:
-            params = decode_notification(notification.method, notification.params)
+            params = decode_notification(notification.method, raw)
         except InvalidMessage as exc:
             self._log.warning("invalid progress notification: %s", exc)
             return
         if not isinstance(params, ProgressNotificationParams):
-            return
-        request_id = self._tokens.get(params.progress_token)
-        entry = self._entries.get(request_id) if request_id is not None else None
-        if entry is None:
             return
         if entry.reset_timeout is not None:
             deadline = min(trio.current_time() + entry.reset_timeout, entry.hard_deadline)
@@ -601,9 +603,7 @@ class PendingCalls:
         ids can be read; the connection goes on either way."""
         self._log.warning("invalid message from the server: %s", exc)
         for request_id in salvage_response_ids(frame):
-            if request_id in self._entries:
-                self._conn.forget(request_id)
-                self._resolve(request_id, outcome.Error(exc), failed=True)
+            self._fail(request_id, exc)
 
     # ------------------------------------------------------------------ transport events
 
@@ -631,32 +631,34 @@ class PendingCalls:
         else:
             failure = error
         self._log.info("%s (request %r) failed: %s", method, request_id, failure)
-        self._conn.forget(request_id)
-        self._resolve(request_id, outcome.Error(failure), failed=True)
+        self._fail(request_id, failure)
 
     def _session_expired(self, notice: SessionExpiredNotice) -> None:
         """The server ended the HTTP session: the calls lost in flight fail as outcome unknown,
-        and the session's task initializes a new one (or ends the connection)."""
+        and the session's control loop initializes a new one (or ends the connection). Without
+        a control loop (the transport cannot hold its frames meanwhile) the connection ends
+        here, and every waiting call fails saying why."""
         for request_id in notice.lost:
             entry = self._entries.get(request_id)
             if entry is None:
                 continue
             method = entry.waiter.method
-            self._conn.forget(request_id)
-            self._resolve(
+            self._fail(
                 request_id,
-                outcome.Error(
-                    ServerDisconnected(
-                        f"server {self.server!r} ended its session while {method} was in "
-                        "flight: the outcome is unknown and the request is not re-sent",
-                        server=self.server,
-                        sent=True,
-                        method=method,
-                        request_id=request_id,
-                    )
+                ServerDisconnected(
+                    f"server {self.server!r} ended its session while {method} was in flight: "
+                    "the outcome is unknown and the request is not re-sent",
+                    server=self.server,
+                    sent=True,
+                    method=method,
+                    request_id=request_id,
                 ),
-                failed=True,
             )
+        if self.control is None:
+            error = TransportClosed(f"{notice.error}; reconnecting")
+            error.__cause__ = notice.error
+            self._end(error)
+            return
         try:
             self.control.send_nowait(notice)
         except trio.WouldBlock:
@@ -689,12 +691,8 @@ class PendingCalls:
             ):  # a supervisor that cannot take it hears it from the session's end anyway
                 self.lost.send_nowait(ConnectionLost(generation=self.generation, error=error))
 
-    def _disconnected(
-        self, waiter: Waiter, error: McpError, reason: str | None = None
-    ) -> ServerDisconnected:
+    def _disconnected(self, waiter: Waiter, error: McpError, reason: str) -> ServerDisconnected:
         sent = waiter.request_id not in self._unsent
-        if reason is None:
-            reason = _loss_reason(error)
         if sent:
             what = "after the request was sent: its outcome is unknown and it is not re-sent"
         else:

@@ -12,12 +12,19 @@ it is the task (:meth:`Session.run`) whose nursery holds the connection's actors
 - the **re-lister**: after ``notifications/tools/list_changed``, once the notifications have been
   quiet for ``list_changed_debounce``, lists every page again, applies the checks, and sends the
   result to the supervisor (:class:`Relisted`), which has the registry replace the server's tools;
+- the **control loop**: for Streamable HTTP, a new session when the server ended the old one
+  (:class:`~trio_mcp.transports.SessionExpiredNotice`, passed on by the table), made in a task
+  of its own: ``initialize`` again ahead of the frames the transport holds, then let it send
+  them, restore the log level and list the tools again; the calls lost in flight have already
+  failed as outcome unknown. An expiry before the first handshake is done, a second expiry
+  during that, or a failed re-initialize ends the connection (the supervisor reconnects), and
+  the held calls fail as never sent. A transport that passes an expiry up but cannot hold its
+  frames (not a :class:`~trio_mcp.transports.ResumableTransport`: one built around the HTTP
+  transport, such as the chaos transport) has no control loop: the table ends the connection
+  at its first expiry;
 - the session task itself: the handshake (``initialize``, ``notifications/initialized``, the log
-  level, the first tool listing), then, for Streamable HTTP, a new session when the server ended
-  the old one (:class:`~trio_mcp.transports.SessionExpiredNotice`): ``initialize`` again ahead
-  of the frames the transport holds, then let it send them; the calls lost in flight have
-  already failed as outcome unknown. A second expiry during that, or a failed re-initialize,
-  ends the connection (the supervisor reconnects), and the held calls fail as never sent.
+  level, the first tool listing), after which it starts the re-lister; its nursery then holds
+  the actors above until the connection ends.
 
 When the connection ends, the table fails every waiting call at once and tells the supervisor;
 the table's error tears down the session's nursery, and :meth:`Session.run` raises it.
@@ -47,7 +54,7 @@ from ...protocol._errors import (
     TransportClosed,
     TransportError,
 )
-from ...protocol._jsonrpc import CANCELLED_NOTIFICATION, Notification, Request, serialize
+from ...protocol._jsonrpc import Notification, Request, cancel_notification, serialize
 from ...protocol._methods import decode_result
 from ...protocol._types import CallToolResult, InitializeResult, ServerCapabilities, Tool
 from ...protocol._versions import LATEST_LEGACY, check_initialize_answer, features
@@ -78,9 +85,13 @@ from ._toolcheck import check_listing, json_size
 
 __all__ = ["Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 
-logger = logging.getLogger("trio_mcp.session")
-
 _INF: Final = float("inf")
+#: What a request the session makes on its own (a re-listing, the log level after a new HTTP
+#: session) can fail with without ending the connection: the server's error answer, a bad
+#: answer, a timeout, or the transport failing that request alone (on HTTP an error status is
+#: a RequestFailed for that one request). The end of the connection itself reaches the session
+#: through its table, which tears it down.
+_REQUEST_FAILURES: Final = (RpcError, RemoteProtocolError, CallTimeout, TransportError)
 
 
 @attrs.frozen(kw_only=True)
@@ -138,8 +149,8 @@ class Session:
     #: what the handshake established (set by the session's task, once, before it is ready)
     info: SessionInfo | None = attrs.field(default=None, init=False)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
-    _relist_send: trio.MemorySendChannel[str] = attrs.field(init=False)
-    _relist_receive: trio.MemoryReceiveChannel[str] = attrs.field(init=False)
+    _relist_send: trio.MemorySendChannel[None] = attrs.field(init=False)
+    _relist_receive: trio.MemoryReceiveChannel[None] = attrs.field(init=False)
     _control_send: trio.MemorySendChannel[SessionExpiredNotice] = attrs.field(init=False)
     _control_receive: trio.MemoryReceiveChannel[SessionExpiredNotice] = attrs.field(init=False)
     _log: logging.Logger = attrs.field(init=False)
@@ -152,7 +163,7 @@ class Session:
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
         # same request (the re-lister debounces; a second expiry ends the connection).
-        self._relist_send, self._relist_receive = trio.open_memory_channel[str](1)
+        self._relist_send, self._relist_receive = trio.open_memory_channel[None](1)
         self._control_send, self._control_receive = trio.open_memory_channel[SessionExpiredNotice](
             1
         )
@@ -190,49 +201,55 @@ class Session:
             events=self.events,
             relist=self._relist_send,
         )
+        # Only a transport that holds its frames meanwhile can have a new HTTP session made
+        # for it; on any other the table ends the connection at the first expiry.
+        transport = self.transport
+        resumable = transport if isinstance(transport, ResumableTransport) else None
         table = PendingCalls(
             server=self.server,
             generation=self.generation,
             mailbox=self.mailbox,
             dispatch=dispatcher.inbox,
-            control=self._control_send,
+            control=None if resumable is None else self._control_send,
             lost=self.supervisor,
         )
         self._table = table
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)
-            nursery.start_soon(self._control, nursery)
+            if resumable is not None:
+                nursery.start_soon(self._control, nursery, resumable)
             listing = await self._handshake()
             self._established = True
             nursery.start_soon(self._relister)
             task_status.started(listing)
 
-    async def _control(self, nursery: trio.Nursery) -> None:
-        """The session's control loop: an HTTP session expiry starts a new session (in a task
-        of its own, so that a second expiry meanwhile is seen at once), or ends the connection
-        when the first handshake is not done yet or a new session is being initialized."""
+    async def _control(self, nursery: trio.Nursery, transport: ResumableTransport) -> None:
+        """The session's control loop (only on a :class:`ResumableTransport`: on any other the
+        table ends the connection at the first expiry): an HTTP session expiry starts a new
+        session (in a task of its own, so that a second expiry meanwhile is seen at once), or
+        ends the connection when the first handshake is not done yet or a new session is being
+        initialized."""
         async for notice in self._control_receive:
             if self._established and not self._renewing:
                 self._renewing = True
-                nursery.start_soon(self._new_http_session, notice)
+                nursery.start_soon(self._new_http_session, transport, notice)
                 continue
             when = (
                 "before the first handshake was done"
                 if not self._established
                 else "again while a new session was being initialized"
             )
-            await self._give_up(notice, f"{notice.error} ({when}); reconnecting")
+            await self._give_up(transport, notice, f"{notice.error} ({when}); reconnecting")
 
-    async def _give_up(self, notice: SessionExpiredNotice, reason: str) -> None:
+    async def _give_up(
+        self, transport: ResumableTransport, notice: SessionExpiredNotice, reason: str
+    ) -> None:
         """End the connection after an HTTP session expiry that cannot be answered with a new
         session: the held calls fail as never sent, then the transport ends the connection (in
         that order, through its outbox), and the table fails what is left and raises."""
         error = TransportClosed(reason)
         error.__cause__ = notice.error
-        transport = self.transport
-        if not isinstance(transport, ResumableTransport):
-            raise error
         await transport.discard_held()
         await transport.end(error)
 
@@ -288,19 +305,18 @@ class Session:
         )
         return listing
 
-    async def _new_http_session(self, notice: SessionExpiredNotice) -> None:
+    async def _new_http_session(
+        self, transport: ResumableTransport, notice: SessionExpiredNotice
+    ) -> None:
         """The server ended the HTTP session: initialize a new one ahead of every held frame,
-        let the transport send them, restore the log level and list the tools again. Raises
-        :class:`TransportClosed` (which ends the connection) when that cannot be done."""
+        let the transport send them, restore the log level and list the tools again. Ends the
+        connection (through the transport) when that cannot be done."""
         try:
-            await self._renew(notice)
+            await self._renew(transport, notice)
         finally:
             self._renewing = False
 
-    async def _renew(self, notice: SessionExpiredNotice) -> None:
-        transport = self.transport
-        if not isinstance(transport, ResumableTransport):
-            raise TransportClosed(f"{notice.error}; reconnecting") from notice.error
+    async def _renew(self, transport: ResumableTransport, notice: SessionExpiredNotice) -> None:
         self._log.warning(
             "the server ended the session (%d calls lost in flight); initializing a new one",
             len(notice.lost),
@@ -315,7 +331,7 @@ class Session:
             await transport.send_now(frame)
         except McpError as exc:
             reason = f"the server ended the session and a new one could not be initialized: {exc}"
-            await self._give_up(notice, reason)
+            await self._give_up(transport, notice, reason)
             return
         await transport.resume()
         self._log.info("a new session is initialized (protocol %s)", version)
@@ -328,7 +344,7 @@ class Session:
             if caps.tools is not None:
                 listing = await self.list_tools()
                 await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
-        except (RpcError, RemoteProtocolError, CallTimeout, TransportError) as exc:
+        except _REQUEST_FAILURES as exc:
             self._log.warning("after the new session, restoring its state failed: %s", exc)
 
     # ------------------------------------------------------------------ calls
@@ -352,8 +368,8 @@ class Session:
         ``notifications/cancelled``), or :class:`ServerDisconnected` (its ``sent`` says whether
         the request had gone out). ``progress`` is called (in this task) with each progress
         notification; with ``progress_resets_timeout`` each one gives the call ``timeout`` more
-        seconds, never past ``max_time``. ``now`` (for a new HTTP session): the frame goes past
-        the ones the transport holds."""
+        seconds, never past ``max_time``. ``now`` (for a new HTTP session, on a
+        :class:`ResumableTransport` only): the frame goes past the ones the transport holds."""
         request_id = next(self._ids)
         token: int | None = None
         if progress is not None or progress_resets_timeout:
@@ -423,7 +439,8 @@ class Session:
 
     async def _send(self, frame: bytes, request_id: int, *, now: bool) -> None:
         transport = self.transport
-        if now and isinstance(transport, ResumableTransport):
+        if now:  # only the control loop's new HTTP session asks, on a transport that can
+            assert isinstance(transport, ResumableTransport), "now=True needs send_now"
             await transport.send_now(frame, request_id)
             return
         try:
@@ -443,12 +460,9 @@ class Session:
     def _tell_cancelled(self, request_id: int, method: str) -> None:
         """Tell the server that nobody waits for ``request_id`` any more (best effort: not when
         the outbox is full or the connection has ended; never for ``initialize``)."""
-        if method == "initialize":
+        notice = cancel_notification(request_id, method, "the client stopped waiting")
+        if notice is None:
             return
-        notice = Notification(
-            method=CANCELLED_NOTIFICATION,
-            params={"requestId": request_id, "reason": "the client stopped waiting"},
-        )
         with contextlib.suppress(trio.WouldBlock, TransportError, LocalProtocolError):
             self.transport.send_nowait(serialize(notice))
 
@@ -499,7 +513,9 @@ class Session:
         entries: list[Any] = []
         seen: set[str] = set()
         cursor: str | None = None
-        for page in itertools.count(1):
+        page = 0
+        while True:
+            page += 1
             raw = await self.request(
                 method,
                 {"cursor": cursor} if cursor is not None else None,
@@ -536,7 +552,6 @@ class Session:
                     f"{self.runtime.max_list_pages} pages (max_list_pages)"
                 )
             seen.add(cursor)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def list_tools(self) -> Listing:
         """Every page of ``tools/list``, with the registration checks applied."""
@@ -579,17 +594,14 @@ class Session:
         for ``list_changed_debounce`` seconds, and send the result to the supervisor."""
         debounce = self.runtime.list_changed_debounce
         async for _ in self._relist_receive:
-            quiet_at = trio.current_time() + debounce
-            while True:
-                # Each new notification moves the quiet deadline.
-                with trio.move_on_at(quiet_at):
+            quiet = False
+            while not quiet:  # each new notification starts the quiet time again
+                with trio.move_on_after(debounce) as wait:
                     await self._relist_receive.receive()
-                    quiet_at = trio.current_time() + debounce
-                    continue
-                break
+                quiet = wait.cancelled_caught
             try:
                 listing = await self.list_tools()
-            except (RpcError, RemoteProtocolError, CallTimeout) as exc:
+            except _REQUEST_FAILURES as exc:
                 self._log.warning("re-listing tools failed: %s", exc)
                 continue
             await self.supervisor.send(Relisted(generation=self.generation, listing=listing))

@@ -21,6 +21,7 @@ import pytest
 import trio
 import trio.testing
 
+from trio_mcp.actors.runtime import _pending
 from trio_mcp.actors.runtime._pending import (
     DRAIN_LIMIT,
     PROGRESS_BACKLOG,
@@ -51,6 +52,7 @@ from trio_mcp.protocol._errors import (
     TransportClosed,
 )
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
+from trio_mcp.protocol._methods import decode_notification
 from trio_mcp.protocol._types import ProgressNotificationParams
 from trio_mcp.transports._base import (
     ConnectionEnded,
@@ -183,8 +185,14 @@ class Harness:
 
 
 async def start(
-    nursery: trio.Nursery, *, max_bytes: int = 64 * 1024, generation: int = 3
+    nursery: trio.Nursery,
+    *,
+    max_bytes: int = 64 * 1024,
+    generation: int = 3,
+    resumable: bool = True,
 ) -> Harness:
+    """A table in ``nursery``; ``resumable=False``: without a control mailbox, as a session
+    builds it for a transport that cannot hold its frames for a new HTTP session."""
     mailbox: Mailbox = ByteChannel[PendingItem](max_bytes=max_bytes)
     dispatch, control, lost = Sink(), Sink(), Sink()
     table = PendingCalls(
@@ -192,7 +200,7 @@ async def start(
         generation=generation,
         mailbox=mailbox,
         dispatch=dispatch,
-        control=control,
+        control=control if resumable else None,
         lost=lost,
     )
     harness = Harness(nursery, mailbox, table, dispatch, control, lost)
@@ -253,11 +261,29 @@ async def test_wait_is_a_checkpoint_even_when_resolved() -> None:
         await waiter.wait()
 
 
-async def test_a_cancelled_wait_leaves_the_waiter_unresolved_and_waitable() -> None:
+@pytest.mark.parametrize("callback", ["none", "sync"])
+async def test_wait_is_a_checkpoint_when_resolved_with_progress_queued(callback: str) -> None:
+    # the queued progress is handled without waiting (no callback, or a sync one): wait() is
+    # still a checkpoint, as its docstring promises
+    waiter = Waiter(1, "m")
+    waiter.push_progress(params(1))
+    waiter.push_progress(params(2))
+    waiter.resolve(outcome.Value({"ok": True}))
+    seen: list[float] = []
+    on_progress = (lambda p: seen.append(p.progress)) if callback == "sync" else None
+    with trio.testing.assert_checkpoints():
+        assert await waiter.wait(on_progress) == {"ok": True}
+    assert seen == ([1.0, 2.0] if callback == "sync" else [])
+
+
+async def test_a_cancelled_wait_leaves_the_waiter_unresolved_and_waitable(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     waiter = Waiter(1, "m")
     with trio.move_on_after(1) as scope:
         await waiter.wait()
     assert scope.cancelled_caught
+    assert trio.current_time() == 1.0
     assert not waiter.done
     waiter.resolve(outcome.Value({"ok": 1}))
     assert await waiter.wait() == {"ok": 1}
@@ -658,6 +684,49 @@ async def test_progress_for_an_unknown_token_or_invalid_is_dropped(
         nursery.cancel_scope.cancel()
 
 
+async def test_progress_is_decoded_only_when_someone_waits_for_its_token(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    decode = decode_notification
+    decoded: list[Any] = []
+
+    def counting(method: str, params: Any) -> Any:
+        decoded.append(params)
+        return decode(method, params)
+
+    monkeypatch.setattr(_pending, "decode_notification", counting)
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery)
+        seen: list[float] = []
+        h.call(1, progress_token=1, on_progress=lambda p: seen.append(p.progress))
+        with caplog.at_level(logging.WARNING, logger="trio_mcp.server.s"):
+            for _ in range(100):
+                h.put(progress("nobody", 5))
+            for token in (True, 1.0, [1], {"a": 1}, None):  # not a string or an integer
+                h.put(
+                    frame(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": "bad"},
+                        }
+                    )
+                )
+            await settle()
+            assert decoded == []  # nobody waits for them: never decoded, and no warning
+            assert caplog.text == ""
+            # invalid progress for a token someone waits for: a warning, as ever
+            bad = {"progressToken": 1, "progress": "not a number"}
+            h.put(frame({"jsonrpc": "2.0", "method": "notifications/progress", "params": bad}))
+            h.put(progress(1, 7))
+            await settle()
+        assert seen == [7]
+        assert len(decoded) == 2
+        assert "invalid progress notification" in caplog.text
+        assert h.ended == []
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_flooding_server_cannot_hold_off_a_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -776,6 +845,33 @@ async def test_a_session_expiry_that_control_cannot_take_ends_the_connection() -
         assert str(h.ended[0]) == "session gone (the session could not be re-initialized)"
         assert isinstance(h.failure(1), ServerDisconnected)
         assert [type(m) for m in h.lost.items] == [ConnectionLost]
+
+
+async def test_a_session_expiry_without_control_ends_the_connection_saying_why() -> None:
+    # The transport passed the expiry up but cannot hold its frames for a new session: every
+    # waiting call fails at once with the expiry as the reason, and the supervisor is told.
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery, resumable=False)
+        h.call(1)
+        h.call(2)
+        expired = SessionExpired("the server ended the session")
+        h.put(SessionExpiredNotice(error=expired, lost=(1,)))
+        await settle()
+        assert [str(e) for e in h.ended] == ["the server ended the session; reconnecting"]
+        assert isinstance(h.ended[0], TransportClosed)
+        assert h.ended[0].__cause__ is expired
+        lost = h.failure(1)  # lost in flight: failed first, as with a control loop
+        assert isinstance(lost, ServerDisconnected)
+        assert "ended its session while tools/call was in flight" in str(lost)
+        held = h.failure(2)
+        assert isinstance(held, ServerDisconnected)
+        assert str(held).startswith(
+            "server 's' disconnected during tools/call (the server ended the session; "
+            "reconnecting), "
+        )
+        assert h.control.items == []
+        assert [type(m) for m in h.lost.items] == [ConnectionLost]
+        assert h.lost.items[0].error is h.ended[0]
 
 
 async def test_stderr_lines_go_to_the_dispatcher_best_effort() -> None:
@@ -1114,8 +1210,10 @@ async def test_a_full_mailbox_is_taken_at_most_drain_limit_items_per_wake_up() -
         await settle()
         assert h.stats().frames_total == count
         assert sorted(per_wakeup.values(), reverse=True)[:4] == [DRAIN_LIMIT] * 4
-        # the other task saw the table part-way, more than once
-        assert len({n for n in seen if 0 < n < count}) >= 3
+        # the other task ran while the table was part-way, between its wake-ups (counted as
+        # looks, not distinct values: trio orders each batch of runnable tasks at random, so
+        # the other task may see the same step twice, before one wake-up and after the next)
+        assert len([n for n in seen if 0 < n < count]) >= 3
         nursery.cancel_scope.cancel()
 
 

@@ -80,16 +80,18 @@ async def test_a_flood_of_notifications_starves_nobody() -> None:
         async with open_runtime(config) as rt, trio.open_nursery() as nursery:
             await rt.wait_ready()
 
-            async def watch() -> None:
+            async def watch(
+                *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+            ) -> None:
                 with rt.events(max_buffer=64) as events:
+                    task_status.started()  # subscribed before the flood starts
                     async for event in events:
                         if isinstance(event, ServerLogged) and event.data == "flood end":
                             order.append("flood end")
                             flood_over.set()
                             return
 
-            nursery.start_soon(watch)
-            await trio.testing.wait_all_tasks_blocked()
+            await nursery.start(watch)
             assert (await rt.call("mcp_bad_flood")).text == "ok"
             for _ in range(20):
                 assert (await rt.call("mcp_quiet_t")).text == "{}"

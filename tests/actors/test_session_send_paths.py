@@ -10,6 +10,7 @@ the frames back as a full outbox does."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,9 +27,18 @@ from trio_mcp.actors.runtime._pending import ConnectionLost, PendingItem
 from trio_mcp.actors.runtime._session import Listing, Relisted, Session
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 from trio_mcp.protocol import CallTimeout, ServerDisconnected
-from trio_mcp.protocol._errors import McpError, TransportClosed
+from trio_mcp.protocol._errors import HttpStatusError, McpError, SessionExpired, TransportClosed
 from trio_mcp.protocol._jsonrpc import RequestId
-from trio_mcp.transports._base import ConnectionEnded, FrameSink, Transport, TransportInfo
+from trio_mcp.transports._base import (
+    ConnectionEnded,
+    FrameSink,
+    RequestFailed,
+    ResumableTransport,
+    SessionExpiredNotice,
+    Transport,
+    TransportInfo,
+    item_size,
+)
 from trio_mcp.transports._channel import ByteChannel
 from trio_mcp.transports.stdio._stdio import StdioParameters, StdioTransport, open_stdio_transport
 
@@ -52,13 +62,16 @@ class Supervisor:
     """The supervisor's mailbox, as the session reaches it."""
 
     items: list[Relisted | ConnectionLost] = attrs.Factory(list)
+    #: when each item arrived (trio clock)
+    at: list[float] = attrs.Factory(list)
 
     def send_nowait(self, value: Relisted | ConnectionLost, /) -> None:
         self.items.append(value)
+        self.at.append(trio.current_time())
 
     async def send(self, value: Relisted | ConnectionLost, /) -> None:
         await trio.lowlevel.checkpoint()
-        self.items.append(value)
+        self.send_nowait(value)
 
 
 @attrs.define
@@ -107,13 +120,16 @@ class Around:
     """A transport around another one. ``answer_calls``: a tools/call frame is answered at once,
     from inside send (the answer is in the mailbox before the send returns) and never reaches
     the server. ``held``: send_nowait declines and send waits for the gate, as with a full
-    outbox. ``broken``: every send raises it."""
+    outbox. ``broken``: every send raises it. ``fail_lists``: a tools/list frame never reaches
+    the server, the transport fails that request alone with it (as HTTP does with an error
+    status)."""
 
     inner: Transport
     mailbox: FrameSink
     answer_calls: bool = False
     held: bool = False
     broken: TransportClosed | None = None
+    fail_lists: McpError | None = None
     gate: trio.Event = attrs.Factory(trio.Event)
     declined: int = 0
 
@@ -122,8 +138,13 @@ class Around:
         return self.inner.info
 
     def _answered(self, frame: bytes, request_id: RequestId | None) -> bool:
-        """Answer a tools/call frame here and now (``answer_calls``); say whether it was."""
+        """Answer a tools/call frame here and now (``answer_calls``), or fail a tools/list
+        request (``fail_lists``); say whether it was."""
         message = json.loads(frame)
+        if self.fail_lists is not None and message.get("method") == "tools/list":
+            failed = RequestFailed(request_id=message["id"], error=self.fail_lists, sent=True)
+            self.mailbox.send_nowait(failed, item_size(failed))
+            return True
         if not (self.answer_calls and message.get("method") == "tools/call"):
             return False
         answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
@@ -137,7 +158,7 @@ class Around:
         if self.held:
             self.declined += 1
             raise trio.WouldBlock
-        if self.answer_calls and self._answered(frame, request_id):
+        if self._answered(frame, request_id):
             return
         try:
             self.inner.send_nowait(frame, request_id)
@@ -432,3 +453,72 @@ async def test_a_timed_out_call_tells_the_server(autojump_clock: Clock) -> None:
         assert info.value.request_id is not None
         await trio.testing.wait_all_tasks_blocked()
         assert fake.cancellations == [info.value.request_id]
+
+
+# --------------------------------------------------------------------------- session expiry
+
+
+async def test_a_session_expiry_on_a_transport_that_cannot_resume_ends_the_connection(
+    autojump_clock: Clock,
+) -> None:
+    # Only a ResumableTransport can hold its frames while a new session is initialized: on any
+    # other the session has no control loop, and its table ends the connection at once, telling
+    # the supervisor (which reconnects). tests/actors/test_session_expiry.py: the whole runtime.
+    fake = fake_server()
+    async with open_session(fake.connect, config(fake)) as conn:
+        assert not isinstance(conn.transport, ResumableTransport)
+        expired = SessionExpired("HTTP 404: the session is gone")
+        conn.mailbox.send_nowait(SessionExpiredNotice(error=expired))
+        await trio.testing.wait_all_tasks_blocked()
+        assert [str(e) for e in conn.ended] == ["HTTP 404: the session is gone; reconnecting"]
+        assert isinstance(conn.ended[0], TransportClosed)
+        assert conn.ended[0].__cause__ is expired
+        assert conn.session.closed
+        assert [type(item) for item in conn.supervisor.items] == [ConnectionLost]
+        with pytest.raises(ServerDisconnected):
+            await conn.session.call_tool("t", {}, timeout=5)
+
+
+# --------------------------------------------------------------------------- re-listing
+
+
+async def test_a_relisting_the_transport_fails_leaves_the_session_up(
+    autojump_clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # On HTTP a tools/list answered 503 is a RequestFailed for that request alone: the
+    # re-lister logs it and waits for the next change; it once tore the session down.
+    fake = fake_server()
+    found: list[Around] = []
+    debounce = RuntimeConfig().list_changed_debounce
+    async with open_session(around(fake, found), config(fake)) as conn:
+        found[0].fail_lists = HttpStatusError("HTTP 503 Service Unavailable", status=503)
+        with caplog.at_level(logging.WARNING, logger="trio_mcp.server.s"):
+            await fake.emit_list_changed()
+            await trio.sleep(debounce + 1)
+        assert "re-listing tools failed: server 's': HTTP 503 Service Unavailable" in caplog.text
+        assert conn.ended == [] and not conn.session.closed
+        assert conn.supervisor.items == []
+        found[0].fail_lists = None
+        await fake.emit_list_changed()
+        await trio.sleep(debounce + 1)
+        assert [type(item) for item in conn.supervisor.items] == [Relisted]
+        assert (await conn.session.call_tool("t", {}, timeout=5)).content
+        assert conn.ended == []
+
+
+async def test_list_changed_notifications_are_debounced(autojump_clock: Clock) -> None:
+    # One re-listing once the notifications have been quiet for list_changed_debounce: each
+    # new notification starts the quiet time again.
+    fake = fake_server()
+    debounce = RuntimeConfig().list_changed_debounce
+    assert debounce == 0.25
+    async with open_session(fake.connect, config(fake)) as conn:
+        for at in (1.0, 1.1, 1.2):
+            await trio.sleep_until(at)
+            await fake.emit_list_changed()
+        await trio.sleep_until(3.0)
+        await fake.emit_list_changed()
+        await trio.sleep_until(5.0)
+        assert [type(item) for item in conn.supervisor.items] == [Relisted, Relisted]
+        assert conn.supervisor.at == [pytest.approx(1.45), pytest.approx(3.25)]
+    assert [m for m, _ in fake.requests].count("tools/list") == 3  # the handshake's, and two

@@ -3,8 +3,8 @@ docs/architecture.md).
 
 Under the runtime's root: one registry task and one supervisor task per configured server. Under
 a supervisor that is READY: one connection task (one connection generation), holding the
-session's task (with its pending-call table, its dispatcher, its re-lister and its control loop
-as tasks of their own) and the
+session's task (with its pending-call table, its dispatcher and its re-lister as tasks of their
+own; a Streamable HTTP session has its control loop too) and the
 transport's I/O tasks (a stdio server's reader, writer, stderr drain and exit waiter). Nothing
 else. A trio Instrument also checks, after every task step while a server is killed and comes
 back, that the table, the registry and the supervisor only ever run in their own tasks.
@@ -80,7 +80,6 @@ SESSION_TASKS = Counter(
         "PendingCalls.run": 1,
         "Dispatcher.run": 1,
         "Session._relister": 1,
-        "Session._control": 1,
     }
 )
 STDIO_TASKS = Counter(
@@ -121,7 +120,6 @@ async def test_the_live_task_tree_has_the_shape_of_the_design() -> None:
                 "PendingCalls.run",
                 "Dispatcher.run",
                 "Session._relister",
-                "Session._control",
             }
             # an in-memory server: the same session actors; the fake serves its end in the
             # connection task's scope, and a memory end has no I/O task of its own

@@ -42,6 +42,7 @@ from trio_mcp.protocol._jsonrpc import (
     Response,
     ResponseReceived,
     UnexpectedResponse,
+    cancel_notification,
     classify,
     encode_message,
     parse_message,
@@ -685,6 +686,32 @@ def test_given_id_must_be_str_or_int(bad: Any) -> None:
     assert str(info.value) == f"a request id is a string or an integer, not {bad!r}"
 
 
+def test_expect_records_a_request_built_elsewhere() -> None:
+    conn = JsonRpcConnection()
+    conn.expect(5, "tools/call")
+    conn.expect("x", "tools/list")
+    assert dict(conn.outstanding) == {5: "tools/call", "x": "tools/list"}
+    assert conn.statistics().sent_total == 2
+    assert conn.start_request("ping").id == 1  # expect leaves the allocator alone
+    with pytest.raises(LocalProtocolError) as info:
+        conn.expect(5, "again")
+    assert str(info.value) == (
+        "request id 5 is still in flight (tools/call); ids of requests in flight must differ"
+    )
+    with pytest.raises(LocalProtocolError) as info:
+        conn.expect(True, "a")
+    assert str(info.value) == "a request id is a string or an integer, not True"
+    assert conn.receive(Response(id=5, result={})) == ResponseReceived(
+        id=5, method="tools/call", result={}
+    )
+    conn.close()
+    with pytest.raises(LocalProtocolError) as info:
+        conn.expect(6, "tools/call")
+    assert str(info.value) == (
+        "cannot expect an answer to tools/call: the connection was lost; open a new connection"
+    )
+
+
 def test_notification_builds_only() -> None:
     conn = JsonRpcConnection()
     assert conn.notification("notifications/initialized") == Notification(
@@ -707,6 +734,17 @@ def test_cancel() -> None:
     assert conn.cancel(42) is None
     late = Response(id=1, result={})
     assert conn.receive(late) == UnexpectedResponse(message=late)
+
+
+def test_cancel_notification_is_pure() -> None:
+    assert cancel_notification(3, "tools/call", "the client stopped waiting") == Notification(
+        method=CANCELLED_NOTIFICATION,
+        params={"requestId": 3, "reason": "the client stopped waiting"},
+    )
+    assert cancel_notification("a", "tools/list") == Notification(
+        method=CANCELLED_NOTIFICATION, params={"requestId": "a"}
+    )
+    assert cancel_notification(1, "initialize", "timeout") is None  # never cancelled
 
 
 def test_cancel_initialize_forgets_without_a_notification() -> None:
@@ -772,6 +810,31 @@ def test_inbound_cancelled() -> None:
     assert conn.inbound_cancelled("nope") is False
     with pytest.raises(LocalProtocolError):
         conn.respond(1, {})
+
+
+def test_a_machine_that_does_not_track_inbound_requests() -> None:
+    # Whoever answers the server keeps track of its requests: the machine records none, checks
+    # no reused id, and builds no answer.
+    conn = JsonRpcConnection(track_inbound=False)
+    conn.start_request("tools/call")
+    ping = Request(id=1, method="ping")
+    assert conn.receive(ping) == RequestReceived(request=ping)
+    assert conn.receive(ping) == RequestReceived(request=ping)  # the same id again: passed on
+    assert not conn.inbound
+    assert conn.statistics().inbound_in_flight == 0
+    assert conn.inbound_cancelled(1) is False
+    with pytest.raises(LocalProtocolError) as info:
+        conn.respond(1, {})
+    assert str(info.value) == (
+        "cannot answer request 1: this connection does not track server requests "
+        "(track_inbound=False); build the Response or ErrorResponse directly"
+    )
+    with pytest.raises(LocalProtocolError, match="track_inbound=False"):
+        conn.respond_error(1, -32601, "no")
+    # our own requests are correlated as ever
+    assert conn.receive(Response(id=1, result={})) == ResponseReceived(
+        id=1, method="tools/call", result={}
+    )
 
 
 def test_duplicate_inbound_request_id() -> None:

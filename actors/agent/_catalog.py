@@ -449,6 +449,9 @@ class Catalog:
 
     runtime: Runtime
     output_dir: Path
+    #: Where the check that no directory down to ``output_dir`` is a link starts (the working
+    #: directory; None: ``output_dir`` itself is checked). See ``render_result``.
+    output_base: Path | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -497,6 +500,7 @@ class Catalog:
             "server": server,
             "budget": self.config.render_budget,
             "output_dir": self.output_dir,
+            "output_base": self.output_base,
             "read_tool_name": self.read_tool_name(server),
             "max_blob_bytes": self.config.max_blob_bytes,
             "untrusted_banner": not self.trusted(server),

@@ -11,6 +11,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from trio_mcp.actors import AgentSurface
 from trio_mcp.actors.agent._render import (
     MediaPart,
@@ -131,6 +133,29 @@ def test_a_planted_file_of_the_same_size_is_not_taken_for_the_output(tmp_path: P
     assert saved.path.name != NAME and saved.path.read_bytes() == PNG
     again = image(work).saved_files[0]  # and again: never the planted file
     assert again.path.name != NAME and again.path.read_bytes() == PNG
+
+
+def test_a_link_swapped_in_during_the_walk_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once ``.trio-mcp`` is open, replacing it with a link changes nothing: the rest of the
+    walk and the file go through the open directory."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    real_mkdir = os.mkdir
+
+    def swapping_mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(path, mode, dir_fd=dir_fd)
+        if path == "tool-outputs":
+            (work / ".trio-mcp").rename(work / "moved")
+            (work / ".trio-mcp").symlink_to(elsewhere, target_is_directory=True)
+
+    monkeypatch.setattr(os, "mkdir", swapping_mkdir)
+    (saved,) = image(work).saved_files
+    assert (work / "moved" / "tool-outputs" / NAME).read_bytes() == PNG
+    assert everything_under(elsewhere) == []
+    assert saved.path == output_dir_for(work) / NAME
 
 
 def test_a_cut_result_says_its_full_text_was_not_saved_and_why(tmp_path: Path) -> None:

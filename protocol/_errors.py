@@ -269,9 +269,10 @@ class FrameTooLarge(RemoteProtocolError):
 
 
 class ListingTooLarge(RemoteProtocolError):
-    """A paginated listing went past the configured caps (pages or entries), or its cursors went
-    round in a circle. The server is failed alone; raise the caps in the runtime config
-    (``max_list_pages``, ``max_list_entries``) if the server is legitimately that large."""
+    """A paginated listing went past the configured caps (pages or entries), sent a cursor over
+    64 KiB, or its cursors went round in a circle. The server is failed alone; raise the caps in
+    the runtime config (``max_list_pages``, ``max_list_entries``) if the server is legitimately
+    that large."""
 
 
 class SchemaTooLarge(RemoteProtocolError):

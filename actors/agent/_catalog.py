@@ -8,12 +8,17 @@ The model reaches MCP resources and prompts through read-only tools, in the shap
 - ``"agentao"``: ``list_mcp_resources``, ``list_mcp_resource_templates``, ``read_mcp_resource``,
   ``list_mcp_prompts`` and ``get_mcp_prompt``.
 
+``ui://`` resources and templates (the interfaces MCP Apps give the host to show) are left out
+of the model's listings unless ``RuntimeConfig.catalog_ui_resources`` is True; reading one by its
+URI still works.
+
 Progressive disclosure: a listing gives compact JSON metadata (``server``, ``uri`` or ``name``,
 title, a description cut to 300 characters, type...), at most ``catalog_list_cap`` entries (200
 by default) and at most ``render_budget`` characters; what is left out is counted in a ``note``
-and reached with the returned ``nextCursor`` (an opaque cursor of this runtime, which also
-resumes inside a server page that was too long). Reading one resource or getting one prompt is a
-second call.
+(how many more, and how many in all as far as the server said: a server's further pages are not
+counted until they are listed) and reached with the returned ``nextCursor`` (an opaque cursor of
+this runtime, which also resumes inside a server page that was too long). Reading one resource or
+getting one prompt is a second call.
 
 Which server answers:
 
@@ -401,6 +406,18 @@ _TEMPLATES: Final = _Listing(listing=TEMPLATES, compact=_compact_template)
 _PROMPTS: Final = _Listing(listing=PROMPTS, compact=_compact_prompt)
 
 
+def _is_ui(entry: Any) -> bool:
+    """Whether ``entry`` (a resource or resource template) is a ``ui://`` one: an interface an MCP
+    App gives the host to show, not data for the model."""
+    if isinstance(entry, Resource):
+        uri = entry.uri
+    elif isinstance(entry, ResourceTemplate):
+        uri = entry.uri_template
+    else:
+        return False
+    return uri[:5].lower() == "ui://"
+
+
 def _wrap_cursor(server_cursor: str | None, skip: int) -> str:
     """A model-facing cursor: the server's cursor of a page and how many of its entries were
     shown already."""
@@ -449,6 +466,9 @@ class Catalog:
 
     runtime: Runtime
     output_dir: Path
+    #: Where the check that no directory down to ``output_dir`` is a link starts (the working
+    #: directory; None: ``output_dir`` itself is checked). See ``render_result``.
+    output_base: Path | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -458,8 +478,14 @@ class Catalog:
         return self.runtime.server_config(name)
 
     async def _page(self, listing: _Listing, server: str | None, cursor: str | None) -> Page:
-        """One page of ``listing`` from the runtime. Raises :class:`McpCatalogError`."""
-        return await self.runtime.list_page(listing.listing, server, cursor)
+        """One page of ``listing`` from the runtime, without ``ui://`` resources and templates
+        unless ``catalog_ui_resources`` offers them. Raises :class:`McpCatalogError`."""
+        page = await self.runtime.list_page(listing.listing, server, cursor)
+        if listing.capability != "resources" or self.config.catalog_ui_resources:
+            return page
+        return attrs.evolve(
+            page, entries=tuple(entry for entry in page.entries if not _is_ui(entry))
+        )
 
     # ------------------------------------------------------------------ tool definitions
 
@@ -497,6 +523,7 @@ class Catalog:
             "server": server,
             "budget": self.config.render_budget,
             "output_dir": self.output_dir,
+            "output_base": self.output_base,
             "read_tool_name": self.read_tool_name(server),
             "max_blob_bytes": self.config.max_blob_bytes,
             "untrusted_banner": not self.trusted(server),
@@ -593,22 +620,35 @@ class Catalog:
         shown = self._fit(compact, self.config.render_budget - _ENVELOPE)
         out: dict[str, Any] = {"server": page.server, listing.key: compact[:shown]}
         left = len(compact) - shown
-        notes: list[str] = []
+        total = skip + len(compact)
+        what = listing.what
         if left:
             out["nextCursor"] = _wrap_cursor(page_cursor, skip + shown)
-            notes.append(
-                f"{left} more {listing.what} of this page are not shown (at most "
-                f"{self.config.catalog_list_cap} per answer): pass nextCursor as cursor to see "
-                "them" + ("; the server has more pages after them" if page.next_cursor else "")
+            whole = page_cursor is None and page.next_cursor is None
+            out["note"] = (
+                f"{left} more {what} {'are' if whole else 'of this page are'} not shown: this "
+                f"answer shows {skip + 1}-{skip + shown} of "
+                + (f"{total} {what} in all" if whole else f"the {total} on this page")
+                + f" ({self._cut_reason(shown)}); pass nextCursor as cursor to see them"
+                + (
+                    "; the server has more pages after this one (it does not say how many entries)"
+                    if page.next_cursor is not None
+                    else ""
+                )
             )
         elif page.next_cursor is not None:
             out["nextCursor"] = _wrap_cursor(page.next_cursor, 0)
-            notes.append(
-                f"the server has more {listing.what}: pass nextCursor as cursor to see them"
+            out["note"] = (
+                f"the server has more {what} than the {total} of this page (it does not say how "
+                "many): pass nextCursor as cursor to see them"
             )
-        if notes:
-            out["note"] = "; ".join(notes)
         return self._list_result(name, out, compact[:shown], server=page.server)
+
+    def _cut_reason(self, shown: int) -> str:
+        """Why a listing stopped after ``shown`` entries: the entry cap or the size budget."""
+        if shown >= self.config.catalog_list_cap:
+            return f"at most {self.config.catalog_list_cap} per answer"
+        return f"as many as fit in {self.config.render_budget:,} characters"
 
     async def _model_list_all(self, name: str, listing: _Listing) -> ModelToolResult:
         pages: dict[str, Page] = {}
@@ -657,22 +697,48 @@ class Catalog:
                 cursors[server] = _wrap_cursor(page.next_cursor, 0)
         if cursors:
             out["nextCursors"] = cursors
-            details = [
-                f"{server!r}: {left[server]} more on this page"
-                if server in left
-                else f"{server!r}: more pages"
-                for server in cursors
-            ]
-            out["note"] = (
-                f"not every {listing.what[:-1]} is shown ({'; '.join(details)}): call again "
-                "with server and that server's cursor from nextCursors to see the rest"
-            )
+            out["note"] = self._aggregate_note(listing.what, pages, cursors, left, shown)
         if errors:
             out["errors"] = [
                 {"server": server, "kind": exc.kind, "error": _message(exc)}
                 for server, exc in sorted(errors.items())
             ]
         return self._list_result(name, out, compact[:shown], server=None)
+
+    def _aggregate_note(
+        self,
+        what: str,
+        pages: Mapping[str, Page],
+        cursors: Mapping[str, str],
+        left: Mapping[str, int],
+        shown: int,
+    ) -> str:
+        """The note of a listing of every server that did not show everything: how many more
+        there are and how many in all, in total and per server."""
+        details: list[str] = []
+        for server in cursors:
+            page = pages[server]
+            count = len(page.entries)
+            more_pages = page.next_cursor is not None
+            if server in left:
+                detail = f"{server!r}: {left[server]} more of " + (
+                    f"the {count} on its first page" if more_pages else f"{count}"
+                )
+            else:
+                detail = f"{server!r}: all {count} of its first page shown"
+            if more_pages:
+                detail += ", and more pages it does not count"
+            details.append(detail)
+        total = sum(len(page.entries) for page in pages.values())
+        hidden = sum(left.values())
+        uncounted = any(pages[server].next_cursor is not None for server in cursors)
+        head = f"{hidden} more {what} are not" if hidden else f"not every {what[:-1]} is"
+        of = f"{shown} of {'at least ' if uncounted else ''}{total}"
+        why = f", {self._cut_reason(shown)}" if hidden else ""
+        return (
+            f"{head} shown: this answer shows {of}{why} ({'; '.join(details)}); call again with "
+            "server and that server's cursor from nextCursors to see the rest"
+        )
 
     def _list_result(
         self,

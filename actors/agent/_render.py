@@ -16,9 +16,13 @@ the same content as parts (text and media) for hosts whose model takes images or
   (``[... 12,345 more characters cut ...]``); with an output directory the full text is saved
   and its path given. Short notes (files, links) keep up to half the budget before text is cut.
 
-Files are created with mode 0600 (``O_CREAT | O_EXCL``) in a directory created with mode 0700;
-their names come from a sha256 of the content and a fixed table of extensions, never from a
-name the server chose, so a server cannot steer where anything is written.
+Files are created with mode 0600 (``O_CREAT | O_EXCL | O_NOFOLLOW``) in a directory created with
+mode 0700; their names come from a sha256 of the content and a fixed table of extensions, never
+from a name the server chose, so a server cannot steer where anything is written. A checked-in
+project cannot either: every directory from the working directory down (``.trio-mcp``,
+``tool-outputs``) must be a real directory, opened one at a time without following links, and
+files are created relative to that open directory, so a link planted or swapped in is refused
+(the text says the output was not saved, and why) instead of followed.
 
 Writing files is blocking I/O: the runtime calls :func:`render_result` in a worker thread, or
 awaits :func:`render_result_in_thread`, which does that.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import hashlib
 import json
@@ -65,6 +70,7 @@ __all__ = [
     "SkippedBlob",
     "TextPart",
     "Truncation",
+    "output_base_for",
     "output_dir_for",
     "render_result",
     "render_result_in_thread",
@@ -119,6 +125,9 @@ class Truncation:
     cut: str | None
     dropped: tuple[str, ...]
     full_text: Path | None = None
+    #: Why the complete text was not saved, when there was an output directory but writing
+    #: failed (``not saved: ... is a symbolic link ...``).
+    full_text_error: str | None = None
 
     @property
     def cut_chars(self) -> int:
@@ -215,31 +224,138 @@ def _clean(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _ensure_dir(directory: Path) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+class _UnsafePath(OSError):
+    """A directory on the way to the output directory is a symbolic link or not a directory:
+    nothing is written there. The message names the path and what to do."""
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+def output_base_for(output_dir: Path, working_dir: Path) -> Path:
+    """The directory from which every component down to ``output_dir`` must be a real directory
+    (checked by :func:`render_result`): ``working_dir`` when ``output_dir`` is under it (as
+    ``<working_dir>/.trio-mcp/tool-outputs`` is), else the parent of ``output_dir`` (a directory
+    the host chose: only its last component is checked)."""
+    output_dir, working_dir = Path(output_dir), Path(working_dir)
+    if (
+        output_dir != working_dir
+        and output_dir.is_relative_to(working_dir)
+        and ".." not in output_dir.relative_to(working_dir).parts
+    ):
+        return working_dir
+    return output_dir.parent
+
+
+# Opening without following links needs O_NOFOLLOW, O_DIRECTORY and ``dir_fd`` (POSIX).
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_SAFE_OPEN: Final = bool(_NOFOLLOW and _DIRECTORY and os.open in os.supports_dir_fd)
+
+
+def _unsafe(path: Path, link: bool) -> _UnsafePath:
+    if link:
+        return _UnsafePath(
+            f"{path} is a symbolic link, and tool outputs are never written through one (a "
+            "checked-in project could point it anywhere): remove the link, or give the surface "
+            "another output_dir"
+        )
+    return _UnsafePath(
+        f"{path} is not a directory: remove what is there, or give the surface another output_dir"
+    )
+
+
+def _open_output_dir(output_dir: Path, base: Path) -> int:
+    """A file descriptor of ``output_dir``, opened one component at a time from ``base``: every
+    directory below ``base`` is created 0700 when missing and must be a real directory (opened
+    with ``O_NOFOLLOW``, so a link swapped in meanwhile is refused too). ``base`` itself is taken
+    as it is (created when missing). Raises :class:`_UnsafePath` for a link or a
+    non-directory, ``OSError`` for any other failure."""
+    if not _SAFE_OPEN:
+        raise _UnsafePath(
+            f"tool outputs are not saved on this platform: {output_dir} cannot be opened "
+            "without following links"
+        )
+    parts: tuple[str, ...] = ()
+    if output_dir != base and output_dir.is_relative_to(base):
+        parts = output_dir.relative_to(base).parts
+    if not parts or ".." in parts:  # not below base: check the last component alone
+        base, parts = output_dir.parent, (output_dir.name,) if output_dir.name else ()
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    here = base
+    for name in parts:
+        here = here / name
+        try:
+            child = _open_child(fd, name, here)
+        finally:
+            os.close(fd)  # the parent: the child, once open, is all that is needed
+        fd = child
+    return fd
+
+
+def _open_child(parent: int, name: str, path: Path) -> int:
+    """The directory ``name`` in ``parent`` (``path`` for messages), created 0700 when missing,
+    opened without following a link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=parent)
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=parent)
+    except OSError as exc:
+        try:
+            info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except OSError:
+            raise exc from None
+        if stat.S_ISLNK(info.st_mode):
+            raise _unsafe(path, link=True) from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise _unsafe(path, link=False) from None
+        raise
+
+
+def _write_new(directory: int, name: str, data: bytes) -> None:
+    """Create ``name`` in ``directory`` (0600) and write ``data``; never through a link and
+    never over an existing file. Raises ``FileExistsError`` when the name is taken."""
+    fd = os.open(
+        name,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0),
+        0o600,
+        dir_fd=directory,
+    )
     with os.fdopen(fd, "wb") as file:
         file.write(data)
 
 
-def _save(directory: Path, data: bytes, mime_type: str) -> Path:
-    """Save ``data`` under a name derived from its sha256; an identical file already there is
-    reused. Raises ``OSError`` when the file cannot be written."""
-    _ensure_dir(directory)
-    name = hashlib.sha256(data).hexdigest()[:32] + _extension(mime_type)
-    path = directory / name
+def _holds(directory: int, name: str, data: bytes) -> bool:
+    """Whether ``name`` in ``directory`` is a regular file (not a link) holding ``data``."""
     try:
-        _write_new(path, data)
-    except FileExistsError:
-        info = os.lstat(path)
-        if stat.S_ISREG(info.st_mode) and info.st_size == len(data):
-            return path
-        path = directory / f"{name[:32]}-{secrets.token_hex(4)}{_extension(mime_type)}"
-        _write_new(path, data)
-    return path
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=directory)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(data):
+            return False
+        return file.read(len(data) + 1) == data
+
+
+def _save(directory: Path, base: Path | None, data: bytes, mime_type: str) -> Path:
+    """Save ``data`` in ``directory`` (see :func:`_open_output_dir`; ``base`` None: the parent
+    of ``directory``) under a name derived from its sha256; an identical file already there is
+    reused, and anything else in the way (another file, a link) gets a fresh name beside it.
+    Raises :class:`_UnsafePath` or ``OSError`` when the file cannot be written."""
+    fd = _open_output_dir(directory, directory.parent if base is None else base)
+    try:
+        extension = _extension(mime_type)
+        name = hashlib.sha256(data).hexdigest()[:32] + extension
+        try:
+            _write_new(fd, name, data)
+        except FileExistsError:
+            if _holds(fd, name, data):
+                return directory / name
+            name = f"{name[:32]}-{secrets.token_hex(4)}{extension}"
+            _write_new(fd, name, data)
+        return directory / name
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -271,6 +387,7 @@ class _Renderer:
     output_dir: Path | None
     read_tool_name: str | None
     max_blob_bytes: int
+    output_base: Path | None = None
     saved: list[SavedFile] = attrs.field(factory=list)
     skipped: list[SkippedBlob] = attrs.field(factory=list)
 
@@ -308,9 +425,9 @@ class _Renderer:
             )
         else:
             try:
-                path = _save(self.output_dir, payload, mime)
+                path = _save(self.output_dir, self.output_base, payload, mime)
             except OSError as exc:
-                where = f"could not be saved ({exc.strerror or exc})"
+                where = _not_saved(exc)
                 self.skipped.append(
                     SkippedBlob(origin=origin, mime_type=mime, size=len(payload), reason=where)
                 )
@@ -458,6 +575,7 @@ def render_result(
     read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
+    output_base: Path | None = None,
 ) -> RenderedResult:
     """Render ``result`` (from ``server``) for the model. Blocking: it decodes and writes files.
 
@@ -465,11 +583,15 @@ def render_result(
     ``output_dir`` is where binary payloads and, when the budget cut something, the full text
     are saved (None: nothing is written, and the text says so). ``read_tool_name`` is the tool
     the model is told to use for resource links (``mcp_resources`` gets ``action="read"``; None:
-    the model cannot read them, and no tool is named). With ``untrusted_banner`` (results of servers
-    that are not trusted, resource bodies), text that matches an injection pattern gets a
-    first line saying it is data, not instructions.
+    the model cannot read them, and no tool is named). ``output_base`` is the directory (the
+    working directory, see :func:`output_base_for`) from which every directory down to
+    ``output_dir`` must be a real directory, never a symbolic link (None: the parent of
+    ``output_dir``, so ``output_dir`` itself is checked). With ``untrusted_banner`` (results of
+    servers that are not trusted, resource bodies), text that matches an injection pattern gets
+    a first line saying it is data, not instructions.
 
-    A file that cannot be written is reported in the text and in ``skipped_blobs``; nothing
+    A file that cannot be written (a link in the way is refused: files are opened without
+    following links) is reported in the text and in ``skipped_blobs``; nothing
     else about a result decoded from the wire can make this fail. Raises ``ValueError`` for a
     budget under 200.
     """
@@ -480,6 +602,7 @@ def render_result(
         output_dir=output_dir,
         read_tool_name=read_tool_name,
         max_blob_bytes=max_blob_bytes,
+        output_base=output_base,
     )
     sections = renderer.sections(result)
     full = "\n".join(section.text for section in sections)
@@ -498,6 +621,9 @@ def render_result(
             cut=cut,
             dropped=dropped,
             full_text=full_path,
+            full_text_error=next(
+                (s.reason for s in renderer.skipped if s.origin == "full text"), None
+            ),
         )
         text = f"{shown}\n{_cut_note(truncation)}"
     finding: Finding | None = None
@@ -559,14 +685,11 @@ def _save_full_text(renderer: _Renderer, full: str) -> Path | None:
         return None
     data = full.encode("utf-8", "surrogatepass")
     try:
-        path = _save(renderer.output_dir, data, "text/plain")
+        path = _save(renderer.output_dir, renderer.output_base, data, "text/plain")
     except OSError as exc:
         renderer.skipped.append(
             SkippedBlob(
-                origin="full text",
-                mime_type="text/plain",
-                size=len(data),
-                reason=f"could not be saved ({exc.strerror or exc})",
+                origin="full text", mime_type="text/plain", size=len(data), reason=_not_saved(exc)
             )
         )
         return None
@@ -574,6 +697,13 @@ def _save_full_text(renderer: _Renderer, full: str) -> Path | None:
         SavedFile(path=path, mime_type="text/plain", size=len(data), origin="full text")
     )
     return path
+
+
+def _not_saved(exc: OSError) -> str:
+    """Why a file was not written, for the model and the host."""
+    if isinstance(exc, _UnsafePath):
+        return f"not saved: {exc}"
+    return f"could not be saved ({exc.strerror or exc})"
 
 
 def _cut_note(truncation: Truncation) -> str:
@@ -584,6 +714,8 @@ def _cut_note(truncation: Truncation) -> str:
         details.append(f"left out: {', '.join(truncation.dropped)}")
     if truncation.full_text is not None:
         details.append(f"the full output is saved at {truncation.full_text}")
+    elif truncation.full_text_error is not None:
+        details.append(f"the full output was {truncation.full_text_error}")
     detail = f" ({'; '.join(details)})" if details else ""
     return f"[... {truncation.cut_chars:,} more characters cut{detail}]"
 
@@ -611,6 +743,7 @@ async def render_result_in_thread(
     read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
+    output_base: Path | None = None,
 ) -> RenderedResult:
     """:func:`render_result` in a trio worker thread (it decodes and writes files), with the
     same arguments and failures."""
@@ -624,5 +757,6 @@ async def render_result_in_thread(
             read_tool_name=read_tool_name,
             max_blob_bytes=max_blob_bytes,
             untrusted_banner=untrusted_banner,
+            output_base=output_base,
         )
     )

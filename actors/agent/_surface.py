@@ -36,7 +36,7 @@ from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
 from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
 from ._export import ExportResult, to_anthropic_tools, to_openai_tools
-from ._render import TextPart, output_dir_for
+from ._render import TextPart, output_base_for, output_dir_for
 from ._risk import (
     ApprovalCallback,
     ApprovalRequest,
@@ -65,7 +65,10 @@ class AgentSurface:
     call. Without it every call that needs approval is refused; an exception it raises counts as
     a no (logged). ``output_dir`` is where binary results are saved (default
     ``<working_dir>/.trio-mcp/tool-outputs``, the working directory of the runtime's
-    configuration or the current one)."""
+    configuration or the current one). Every directory from the working directory down to it
+    (for an ``output_dir`` elsewhere: the ``output_dir`` itself) must be a real directory: a
+    symbolic link there, which a checked-in project could ship, is refused and the result says
+    the output was not saved."""
 
     runtime: Runtime
     approve: ApprovalCallback | None = attrs.field(default=None, kw_only=True)
@@ -75,11 +78,18 @@ class AgentSurface:
 
     @output_dir.default
     def _default_output_dir(self) -> Path:
+        return output_dir_for(self._working_dir())
+
+    def _working_dir(self) -> Path:
         working_dir = self.runtime.config.working_dir
-        return output_dir_for(working_dir if working_dir is not None else Path.cwd())
+        return working_dir if working_dir is not None else Path.cwd()
 
     def __attrs_post_init__(self) -> None:
-        self._catalog = Catalog(runtime=self.runtime, output_dir=self.output_dir)
+        self._catalog = Catalog(
+            runtime=self.runtime,
+            output_dir=self.output_dir,
+            output_base=output_base_for(self.output_dir, self._working_dir()),
+        )
 
     @property
     def approvals(self) -> ApprovalStore:

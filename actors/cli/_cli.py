@@ -72,6 +72,7 @@ from ..runtime._events import ServerState, ServerStateChanged
 from ..runtime._naming import registered_name
 from ..runtime._registry import RegisteredTool, ToolsChanged
 from ..runtime._runtime import Runtime, open_runtime
+from ..runtime._session import MAX_CURSOR_BYTES, cursor_too_long
 from ..runtime._supervisor import ServerStatus
 
 __all__ = ["ExitCode", "build_parser", "main"]
@@ -945,6 +946,13 @@ async def _list_all(rt: Runtime, server: str, method: str, key: str) -> list[dic
         cursor = page.next_cursor
         if cursor is None:
             return entries
+        if cursor_too_long(cursor):
+            raise _Exit(
+                ExitCode.CALL_FAILED,
+                f"server {server!r}: {method} returned a nextCursor of more than "
+                f"{MAX_CURSOR_BYTES:,} bytes",
+                kind="call",
+            )
     raise _Exit(
         ExitCode.CALL_FAILED,
         f"server {server!r}: {method} did not end after {rt.config.max_list_pages} pages",

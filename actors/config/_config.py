@@ -375,6 +375,9 @@ class RuntimeConfig:
     #: Entries one resource or prompt listing shows the model; the rest are counted and can be
     #: reached with the returned cursor.
     catalog_list_cap: int = DEFAULT_CATALOG_LIST_CAP
+    #: Offer ``ui://`` resources and resource templates (interfaces an MCP App gives the host to
+    #: show, not data for the model) in the model's resource listings. Off: they are left out.
+    catalog_ui_resources: bool = False
     #: Tool listings and results with more characters of text than this are checked and rendered
     #: in a worker thread, so a hostile server cannot stall the event loop; smaller ones are
     #: handled inline. 0 sends everything to a thread.

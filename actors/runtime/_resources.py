@@ -42,7 +42,7 @@ from ...protocol._types import (
     TextResourceContents,
 )
 from ..config._config import RuntimeConfig
-from ._session import Session
+from ._session import MAX_CURSOR_BYTES, Session, cursor_too_long
 from ._supervisor import ServerSupervisor
 
 __all__ = [
@@ -350,6 +350,14 @@ class Resources:
         supervisor, session = self._resolve(server, listing.capability, listing.method)
         params = None if cursor is None else {"cursor": cursor}
         result = await self._request(supervisor, session, listing.method, params)
+        if result.next_cursor is not None and cursor_too_long(result.next_cursor):
+            raise McpCatalogError(
+                f"the MCP server {supervisor.name!r} answered {listing.method} with a nextCursor "
+                f"of more than {MAX_CURSOR_BYTES:,} bytes, which this client does not follow",
+                kind="server_error",
+                server=supervisor.name,
+                method=listing.method,
+            )
         return Page(
             server=supervisor.name,
             entries=listing.entries(result),

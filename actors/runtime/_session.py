@@ -93,6 +93,18 @@ _INF: Final = float("inf")
 #: through its table, which tears it down.
 _REQUEST_FAILURES: Final = (RpcError, RemoteProtocolError, CallTimeout, TransportError)
 
+#: The longest ``nextCursor`` a listing may hand back (UTF-8 bytes): an opaque position needs no
+#: more, and a longer one would be sent back to the server, and shown to the model, page after page.
+MAX_CURSOR_BYTES: Final = 64 * 1024
+
+
+def cursor_too_long(cursor: str) -> bool:
+    """Whether ``cursor`` is over :data:`MAX_CURSOR_BYTES` in UTF-8."""
+    return len(cursor) > MAX_CURSOR_BYTES or (
+        len(cursor) * 4 > MAX_CURSOR_BYTES
+        and len(cursor.encode("utf-8", "surrogatepass")) > MAX_CURSOR_BYTES
+    )
+
 
 @attrs.frozen(kw_only=True)
 class SessionInfo:
@@ -508,7 +520,8 @@ class Session:
     async def list_all(self, method: str, key: str) -> list[Any]:
         """Every entry of a paginated listing (raw JSON objects), following ``nextCursor``.
 
-        Raises :class:`ListingTooLarge` past the caps or on a cursor cycle.
+        Raises :class:`ListingTooLarge` past the caps, on a cursor over 64 KiB
+        (:data:`MAX_CURSOR_BYTES`) or on a cursor cycle.
         """
         entries: list[Any] = []
         seen: set[str] = set()
@@ -540,6 +553,11 @@ class Session:
                 raise InvalidMessage(
                     f"server {self.server!r}: {method} nextCursor is not a string",
                     path="$.result.nextCursor",
+                )
+            if cursor_too_long(cursor):
+                raise ListingTooLarge(
+                    f"server {self.server!r}: {method} returned a nextCursor of more than "
+                    f"{MAX_CURSOR_BYTES:,} bytes ({cursor[:40]!r}...)"
                 )
             if cursor in seen:
                 raise ListingTooLarge(

@@ -218,8 +218,8 @@ async def test_a_250_entry_list_is_capped_at_200_and_the_rest_is_reachable(
         )
     assert [e["uri"] for e in first["resources"]] == [f"r://{i}" for i in range(200)]
     assert first["note"] == (
-        "50 more resources of this page are not shown (at most 200 per answer): pass nextCursor "
-        "as cursor to see them"
+        "50 more resources are not shown: this answer shows 1-200 of 250 resources in all (at "
+        "most 200 per answer); pass nextCursor as cursor to see them"
     )
     assert [e["uri"] for e in rest["resources"]] == [f"r://{i}" for i in range(200, 250)]
     assert "nextCursor" not in rest and "note" not in rest
@@ -248,7 +248,10 @@ async def test_server_pages_are_followed_with_the_cursor(autojump_clock: Clock) 
         page2 = await rt.list_resources("paged", page.next_cursor)
         bad = await agent.call_for_model("list_mcp_resources", {"server": "paged", "cursor": "zz"})
     assert [e["uri"] for e in first["resources"]] == ["r://0", "r://1"]
-    assert first["note"] == "the server has more resources: pass nextCursor as cursor to see them"
+    assert first["note"] == (
+        "the server has more resources than the 2 of this page (it does not say how many): pass "
+        "nextCursor as cursor to see them"
+    )
     assert [e["uri"] for e in second["resources"]] == ["r://2"]
     assert [r.uri for r in page.resources + page2.resources] == ["r://0", "r://1", "r://2"]
     assert bad.status == "invalid"

@@ -231,10 +231,17 @@ def test_a_file_that_cannot_be_written_is_reported(tmp_path: Path) -> None:
     rendered = render_result(
         _result(ImageContent(data=PNG_B64, mime_type="image/png")), server="s", output_dir=blocker
     )
-    assert rendered.text == (
-        f"[image content[0]: image/png, {len(PNG)} bytes, could not be saved (File exists)]"
+    why = (
+        f"not saved: {blocker} is not a directory: remove what is there, or give the surface "
+        "another output_dir"
     )
-    assert rendered.skipped_blobs[0].reason == "could not be saved (File exists)"
+    assert rendered.text == f"[image content[0]: image/png, {len(PNG)} bytes, {why}]"
+    assert rendered.skipped_blobs[0].reason == why
+    too_long = tmp_path / ("x" * 300)
+    rendered = render_result(
+        _result(ImageContent(data=PNG_B64, mime_type="image/png")), server="s", output_dir=too_long
+    )
+    assert rendered.skipped_blobs[0].reason == "could not be saved (File name too long)"
 
 
 def test_unknown_content_is_left_out_with_a_note() -> None:

@@ -325,6 +325,32 @@ async def test_trust_and_annotations_decide_the_risk(
     assert [r.risk for r in approver.requests] == ([risk] if asks else [])
 
 
+async def test_a_callback_comparing_risk_with_its_string_refuses_a_destructive_tool(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(
+        name="fs",
+        tools=[FakeTool("rm", annotations={"destructiveHint": True}), FakeTool("ls")],
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return request.risk != "dangerous"  # the documented spelling
+
+    async with open_runtime(config(fake.server_config())) as rt:
+        agent = AgentSurface(rt, approve=approve)
+        await rt.wait_ready()
+        removed = await agent.call_for_model("mcp_fs_rm", {"path": "/"})
+        listed = await agent.call_for_model("mcp_fs_ls", {})
+    assert [(r.registered_name, r.risk) for r in asked] == [
+        ("mcp_fs_rm", "dangerous"),
+        ("mcp_fs_ls", "exec"),
+    ]
+    assert (removed.status, listed.status) == ("refused", "ok")
+    assert [params["name"] for params in tool_calls(fake) if params] == ["ls"]
+
+
 async def test_permission_rules_first_match_wins(autojump_clock: Clock) -> None:
     fake = FakeServer(
         name="gh",

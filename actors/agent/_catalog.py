@@ -500,6 +500,7 @@ class Catalog:
             "read_tool_name": self.read_tool_name(server),
             "max_blob_bytes": self.config.max_blob_bytes,
             "untrusted_banner": not self.trusted(server),
+            "always_structured": self.config.render_structured_always,
         }
         if renders_inline(
             result, budget=self.config.render_budget, limit=self.config.offload_chars

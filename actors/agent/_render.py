@@ -11,7 +11,9 @@ the same content as parts (text and media) for hosts whose model takes images or
 - ``resource_link``: its name, URI, type and size, and how to read it (``read_mcp_resource``
   with the server and URI, or ``mcp_resources`` with ``action="read"``);
 - embedded resources: text with its URI; blobs like images;
-- ``structuredContent``: compact JSON, unless a text block already carries the same JSON value;
+- ``structuredContent``: compact JSON, unless the text blocks already carry all of it (the same
+  JSON value, or a one-key object such as ``{"result": x}`` or ``{"content": text}`` that only
+  wraps the text; ``always_structured`` shows it anyway);
 - a size budget (characters): what does not fit is cut, and the text says how much and what
   (``[... 12,345 more characters cut ...]``); with an output directory the full text is saved
   and its path given. Short notes (files, links) keep up to half the budget before text is cut.
@@ -271,6 +273,7 @@ class _Renderer:
     output_dir: Path | None
     read_tool_name: str | None
     max_blob_bytes: int
+    always_structured: bool = False
     saved: list[SavedFile] = attrs.field(factory=list)
     skipped: list[SkippedBlob] = attrs.field(factory=list)
 
@@ -380,7 +383,7 @@ class _Renderer:
                 case UnknownContent(type=kind):
                     text = f"[{origin}: content of unknown type {_clean(kind, 50)!r} left out]"
                     out.append(_Section(origin, text, note=True))
-        structured = _structured_section(result)
+        structured = _structured_section(result, always=self.always_structured)
         if structured is not None:
             out.append(structured)
         if not out:
@@ -392,11 +395,12 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _structured_section(result: CallToolResult) -> _Section | None:
-    """The structured content as compact JSON, or None when there is none or a text block
-    already says the same JSON value. Never raises: a value that cannot be written as JSON (nested
-    too deeply for the stack here, or not JSON at all) is reported in one line instead, and a
-    text block that cannot be read as JSON is taken as different."""
+def _structured_section(result: CallToolResult, *, always: bool = False) -> _Section | None:
+    """The structured content as compact JSON, or None when there is none or (unless
+    ``always``) the text blocks already carry all of it (:func:`_says_the_same`). Never raises:
+    a value that cannot be written as JSON (nested too deeply for the stack here, or not JSON at
+    all) is reported in one line instead, and a text block that cannot be read as JSON is taken
+    only as text."""
     value = result.structured_content
     if value is None:
         return None
@@ -406,15 +410,48 @@ def _structured_section(result: CallToolResult) -> _Section | None:
     except (RecursionError, TypeError, ValueError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
         return _Section("structuredContent", f"[structured content left out: {why}]", note=True)
-    for block in result.content:
-        if isinstance(block, TextContent) and len(block.text) <= 4 * len(compact) + 1024:
-            try:
-                same = _canonical(json.loads(block.text)) == wanted
-            except (RecursionError, ValueError):  # not JSON, or nested too deeply
-                continue
-            if same:
-                return None
+    if not always and _says_the_same(value, wanted, result, limit=4 * len(compact) + 1024):
+        return None
     return _Section("structuredContent", f"[structured content]\n{compact}", note=False)
+
+
+def _says_the_same(value: Any, wanted: str, result: CallToolResult, *, limit: int) -> bool:
+    """Whether the text blocks of ``result`` already carry all of the structured content
+    ``value`` (whose canonical JSON is ``wanted``): it is, or is a one-key object (``{"result":
+    x}``, ``{"content": text}``...) that wraps, one text block or all of them joined (as text, or
+    read as JSON), or the list of the blocks (each as text or read as JSON). Values are compared
+    as canonical JSON, so ``true`` never passes for ``1``. Text longer than ``limit`` is not read
+    as JSON (a short value cannot be a long text's parse)."""
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    if not texts:
+        return False
+    said: set[str] = set()
+    parsed: list[Any] = []
+    for text in [*texts, "\n".join(texts)] if len(texts) > 1 else texts:
+        said.add(_canonical(text))
+        reading: Any = text
+        if len(text) <= limit:
+            try:
+                reading = json.loads(text)
+                said.add(_canonical(reading))
+            except (RecursionError, ValueError):  # not JSON, or nested too deeply
+                pass
+        parsed.append(reading)
+    if len(texts) > 1:
+        try:
+            said.add(_canonical(texts))
+            said.add(_canonical(parsed[: len(texts)]))
+        except (RecursionError, ValueError):
+            pass
+    if wanted in said:
+        return True
+    if isinstance(value, dict) and len(value) == 1:
+        (inner,) = value.values()
+        try:
+            return _canonical(inner) in said
+        except (RecursionError, TypeError, ValueError):
+            return False
+    return False
 
 
 def _fit(sections: Sequence[_Section], budget: int) -> tuple[list[str | None], str | None]:
@@ -458,6 +495,7 @@ def render_result(
     read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
+    always_structured: bool = False,
 ) -> RenderedResult:
     """Render ``result`` (from ``server``) for the model. Blocking: it decodes and writes files.
 
@@ -467,7 +505,10 @@ def render_result(
     the model is told to use for resource links (``mcp_resources`` gets ``action="read"``; None:
     the model cannot read them, and no tool is named). With ``untrusted_banner`` (results of servers
     that are not trusted, resource bodies), text that matches an injection pattern gets a
-    first line saying it is data, not instructions.
+    first line saying it is data, not instructions. ``structuredContent`` is left out when the
+    text blocks already carry all of it (the same JSON, or a one-key wrapper such as
+    ``{"result": x}`` or ``{"content": text}`` of the text); ``always_structured`` shows it
+    anyway.
 
     A file that cannot be written is reported in the text and in ``skipped_blobs``; nothing
     else about a result decoded from the wire can make this fail. Raises ``ValueError`` for a
@@ -480,6 +521,7 @@ def render_result(
         output_dir=output_dir,
         read_tool_name=read_tool_name,
         max_blob_bytes=max_blob_bytes,
+        always_structured=always_structured,
     )
     sections = renderer.sections(result)
     full = "\n".join(section.text for section in sections)
@@ -611,6 +653,7 @@ async def render_result_in_thread(
     read_tool_name: str | None = "read_mcp_resource",
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
+    always_structured: bool = False,
 ) -> RenderedResult:
     """:func:`render_result` in a trio worker thread (it decodes and writes files), with the
     same arguments and failures."""
@@ -624,5 +667,6 @@ async def render_result_in_thread(
             read_tool_name=read_tool_name,
             max_blob_bytes=max_blob_bytes,
             untrusted_banner=untrusted_banner,
+            always_structured=always_structured,
         )
     )

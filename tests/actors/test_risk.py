@@ -3,6 +3,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import operator
 from typing import Any
 
 import attrs
@@ -75,7 +76,7 @@ def test_risk_levels_are_their_documented_strings_and_keep_their_order() -> None
     # Ordered by risk, not by alphabet ("dangerous" < "exec" as plain strings).
     assert RiskLevel.EXEC < RiskLevel.DANGEROUS
     assert RiskLevel.EXEC < "dangerous"
-    assert "dangerous" > RiskLevel.EXEC
+    assert "dangerous" > RiskLevel.EXEC  # noqa: SIM300 (the reflected order, on purpose)
     assert RiskLevel.READ_ONLY <= "read_only" < RiskLevel.EXEC
     assert RiskLevel.DANGEROUS >= "exec"
     assert sorted([RiskLevel.DANGEROUS, RiskLevel.READ_ONLY, RiskLevel.EXEC]) == [
@@ -87,7 +88,7 @@ def test_risk_levels_are_their_documented_strings_and_keep_their_order() -> None
     assert [level.rank for level in RiskLevel] == [0, 1, 2]
     for other in ("high", 1, None):
         with pytest.raises(TypeError, match="a risk level is ordered only against"):
-            assert RiskLevel.EXEC < other  # type: ignore[operator]
+            operator.lt(RiskLevel.EXEC, other)
     # The decisions take the spelling as well as the member.
     assert decide("t", (), risk="dangerous", trusted=True).outcome == "ask"  # type: ignore[arg-type]
 

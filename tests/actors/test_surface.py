@@ -8,6 +8,7 @@ failures as model-readable results, export, and the configuration keys that feed
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import os
 import stat
@@ -506,6 +507,22 @@ async def test_results_are_rendered_with_files_links_and_structured_content(
     )
     assert (result.status, result.is_error) == ("ok", False)
     assert echo.text == result.text
+
+
+@pytest.mark.parametrize("always", [False, True])
+async def test_a_wrapped_text_result_reaches_the_model_once_unless_configured(
+    autojump_clock: Clock, always: bool
+) -> None:
+    text = "the file's text\n" * 90
+    wrapped = {"content": [{"type": "text", "text": text}], "structuredContent": {"content": text}}
+    fake = FakeServer(name="fs", tools=[FakeTool("read_text_file", result=wrapped)])
+    server = fake.server_config(trust_level="trusted")
+    async with open_runtime(config(server, render_structured_always=always)) as rt:
+        agent = AgentSurface(rt)
+        await rt.wait_ready()
+        result = await agent.call_for_model("mcp_fs_read_text_file", {"path": "a.txt"})
+    copy = "\n[structured content]\n" + json.dumps({"content": text}, separators=(",", ":"))
+    assert result.text == text + (copy if always else "")
 
 
 async def test_echo_shape_links_say_how_to_read_with_mcp_resources(autojump_clock: Clock) -> None:

@@ -98,8 +98,9 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
-#: The loggers whose warnings the command line shows in its own output instead.
-_QUIET_LOGGERS = ("trio_mcp.config", "trio_mcp.supervisor", "trio_mcp.runtime")
+#: The loggers whose warnings the command line shows in its own output instead (refused tools:
+#: in the status table, the tools listing, or the error of a call of one).
+_QUIET_LOGGERS = ("trio_mcp.config", "trio_mcp.supervisor", "trio_mcp.runtime", "trio_mcp.registry")
 #: Terminal control: move the cursor up N lines to column 0, clear a line, clear below.
 _UP = "\x1b[{}F"
 _CLEAR_LINE = "\x1b[2K"

@@ -24,6 +24,7 @@ import attrs
 
 from ...protocol._errors import (
     CallTimeout,
+    InvalidToolOutput,
     McpError,
     RpcError,
     RuntimeClosed,
@@ -31,6 +32,7 @@ from ...protocol._errors import (
     ServerUnavailable,
     ToolNotFound,
 )
+from ...protocol._types import CallToolResult
 from ..config._config import CatalogShape
 from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
@@ -154,7 +156,9 @@ class AgentSurface:
         the call (as ``rt.call``, with ``timeout``, ``progress`` and ``wait_ready``), and the
         result rendered (text, media, resource links, structured content, the size budget,
         binary payloads saved under :attr:`output_dir`; the injection banner for servers that
-        are not trusted). ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
+        are not trusted). A result whose structured content breaks the tool's ``outputSchema``
+        is a tool error (status ``invalid_output``) that gives the reasons before the result.
+        ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
         RpcError and RuntimeClosed become results too."""
         if self.runtime.state is not RuntimeState.OPEN:
             return _failure(name, "closed", "the MCP runtime is closed; the call was not made")
@@ -204,6 +208,8 @@ class AgentSurface:
             result = await self.runtime.call(
                 name, arguments, timeout=timeout, progress=progress, wait_ready=wait_ready
             )
+        except InvalidToolOutput as exc:
+            return await self._invalid_output(name, exc, decision, registered.server)
         except McpError as exc:
             return _failure(name, _status_of(exc), str(exc), decision, registered.server)
         rendered = await self._catalog.render(result, registered.server)
@@ -285,6 +291,28 @@ class AgentSurface:
             self._approvals.approve(gate.server, gate.tool)
         return Decision(
             outcome="allow", reason=f"approved by the user ({decision.reason})", rule=decision.rule
+        )
+
+    async def _invalid_output(
+        self, name: str, exc: InvalidToolOutput, decision: Decision, server: str
+    ) -> ModelToolResult:
+        """A result whose structured content breaks the tool's ``outputSchema``: a tool error,
+        first the reasons, then the result as the server sent it."""
+        note = (
+            f"[the tool's result does not match its outputSchema, so it is an error: "
+            f"{'; '.join(exc.problems)}]"
+        )
+        result: CallToolResult = exc.result
+        rendered = await self._catalog.render(result, server)
+        return ModelToolResult(
+            name=name,
+            text=f"{note}\n{rendered.text}",
+            parts=(TextPart(text=note), *rendered.parts),
+            is_error=True,
+            status="invalid_output",
+            decision=decision,
+            server=server,
+            rendered=rendered,
         )
 
     async def _refused(self, name: str, decision: Decision, server: str | None) -> ModelToolResult:

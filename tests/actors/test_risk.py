@@ -63,11 +63,13 @@ def test_risk_levels_are_ordered_and_spelled() -> None:
 
 def test_risk_levels_are_their_documented_strings_and_keep_their_order() -> None:
     # A host compares with the spelling the documentation uses: it must mean what it says.
-    assert RiskLevel.DANGEROUS == "dangerous"
-    assert RiskLevel.DANGEROUS != "exec"
-    assert (RiskLevel.DANGEROUS != "dangerous") is False
+    dangerous: RiskLevel = RiskLevel.DANGEROUS  # as a host holds it (request.risk)
+    assert dangerous == "dangerous"
+    assert dangerous != "exec"
+    assert (dangerous != "dangerous") is False
     assert [level == str(level) for level in RiskLevel] == [True, True, True]
-    assert {RiskLevel.EXEC: 1}["exec"] == 1  # hash consistent with ==
+    by_name: dict[str, int] = {RiskLevel.EXEC: 1}
+    assert by_name["exec"] == 1  # hash consistent with ==
     assert {"dangerous"} == {RiskLevel.DANGEROUS}
     assert RiskLevel("exec") is RiskLevel.EXEC
     assert RiskLevel.parse("DANGEROUS") is RiskLevel.DANGEROUS
@@ -86,7 +88,8 @@ def test_risk_levels_are_their_documented_strings_and_keep_their_order() -> None
     ]
     assert max(RiskLevel) is RiskLevel.DANGEROUS
     assert [level.rank for level in RiskLevel] == [0, 1, 2]
-    for other in ("high", 1, None):
+    others: tuple[Any, ...] = ("high", 1, None)
+    for other in others:
         with pytest.raises(TypeError, match="a risk level is ordered only against"):
             operator.lt(RiskLevel.EXEC, other)
     # The decisions take the spelling as well as the member.

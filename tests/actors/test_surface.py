@@ -138,8 +138,7 @@ async def test_every_refusal_is_logged_once_whatever_refused_it(
     refusals = [r for r in caplog.records if "refused" in r.getMessage()]
     assert [(r.name, r.levelname) for r in refusals] == [("trio_mcp.registry", "WARNING")] * 6
     assert sorted(r.getMessage() for r in refusals) == [
-        "server 's': tool 'help' refused: 'mcp_s_help' is the name of a built-in tool of the "
-        "host",
+        "server 's': tool 'help' refused: 'mcp_s_help' is the name of a built-in tool of the host",
         "server 's': tool 'ok_x' refused: maps to 'mcp_s_ok_x' like tool 'x' of server 's_ok'; "
         "both refused",
         "server 's': tool 'sync' refused: possible prompt injection in description "

@@ -324,7 +324,8 @@ class ApprovalRequest:
     """What the host's approval callback is asked: the ``server``, its own ``tool`` name, the
     ``registered_name`` the model used, the ``risk``, the ``arguments`` of the call, ``changed``
     (the parts of the definition that changed since an earlier approval, empty otherwise),
-    ``reason`` (why it is asked) and the ``definition`` itself (to show the user)."""
+    ``reason`` (why it is asked), the ``definition`` itself (to show the user) and the ``rule``
+    that asks (None when the trust level or the risk does)."""
 
     server: str
     tool: str
@@ -334,6 +335,7 @@ class ApprovalRequest:
     changed: tuple[str, ...] = ()
     reason: str = ""
     definition: Tool | None = None
+    rule: PermissionRule | None = None
 
 
 #: The host's answer to an approval request: True approves the call (and, through the store,
@@ -364,6 +366,7 @@ class CallGate:
             changed=self.changed,
             reason=self.decision.reason,
             definition=self.tool,
+            rule=self.decision.rule,
         )
 
 

@@ -34,6 +34,7 @@ from ...protocol._errors import (
 )
 from ...protocol._types import CallToolResult
 from ..config._config import CatalogShape
+from ..runtime._registry import RegisteredTool
 from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
 from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
@@ -181,27 +182,7 @@ class AgentSurface:
             return _failure(
                 name, "not_found", f"there is no tool named {name!r}; use one of the tools offered"
             )
-        server = self.runtime.server_config(registered.server)
-        assert server is not None  # a registered tool's server is configured
-        gate = gate_call(
-            server=registered.server,
-            registered_name=name,
-            tool=registered.tool,
-            trusted=server.trust_level == "trusted",
-            rules=self.runtime.config.permission_rules,
-            profile=self.runtime.config.profile,
-            allowed_capabilities=self.runtime.config.allowed_capabilities,
-            store=self._approvals,
-        )
-        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
-        current = self.runtime.tools().get(name)
-        if decision.outcome == "allow" and (current is None or current.tool != registered.tool):
-            decision = Decision(
-                outcome="deny",
-                reason="the tool's definition changed while its approval was pending; call it "
-                "again to have the new definition approved",
-                rule=decision.rule,
-            )
+        decision = await self.authorize(registered, arguments)
         if decision.outcome != "allow":
             return await self._refused(name, decision, registered.server)
         try:
@@ -223,6 +204,38 @@ class AgentSurface:
             server=registered.server,
             rendered=rendered,
         )
+
+    async def authorize(
+        self, tool: RegisteredTool, arguments: Mapping[str, Any] | None = None
+    ) -> Decision:
+        """The permission decision on a call of the registered ``tool`` with ``arguments``, made
+        as :meth:`call_for_model` makes it (the rules, the profile, trust and risk, the
+        ``approve`` callback when the decision is ``ask``, approvals remembered per definition):
+        ``allow`` or ``deny``, never ``ask``. For hosts (and ``trio-mcp call``) that make the
+        call themselves with ``rt.call`` once it is allowed. An ``allow`` turns into a ``deny``
+        when the tool's definition changed while the approval was pending."""
+        server = self.runtime.server_config(tool.server)
+        assert server is not None  # a registered tool's server is configured
+        gate = gate_call(
+            server=tool.server,
+            registered_name=tool.name,
+            tool=tool.tool,
+            trusted=server.trust_level == "trusted",
+            rules=self.runtime.config.permission_rules,
+            profile=self.runtime.config.profile,
+            allowed_capabilities=self.runtime.config.allowed_capabilities,
+            store=self._approvals,
+        )
+        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
+        current = self.runtime.tools().get(tool.name)
+        if decision.outcome == "allow" and (current is None or current.tool != tool.tool):
+            decision = Decision(
+                outcome="deny",
+                reason="the tool's definition changed while its approval was pending; call it "
+                "again to have the new definition approved",
+                rule=decision.rule,
+            )
+        return decision
 
     async def _catalog_for_model(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
         """A resource or prompt tool: read-only, but still under the rules and the profile's
@@ -254,6 +267,7 @@ class AgentSurface:
                 arguments=dict(arguments),
                 reason=decision.reason,
                 definition=definition,
+                rule=decision.rule,
             )
             decision = await self._settle(decision, request, None)
         if decision.outcome != "allow":

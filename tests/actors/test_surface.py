@@ -390,6 +390,32 @@ async def test_a_callback_comparing_risk_with_its_string_refuses_a_destructive_t
     assert [params["name"] for params in tool_calls(fake) if params] == ["ls"]
 
 
+async def test_authorize_is_the_gate_of_call_for_model_for_hosts_that_call_themselves(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="gh", tools=[FakeTool("get_issue"), FakeTool("delete_repo")])
+    rules = (
+        PermissionRule(pattern="mcp_gh_get_*", decision="ask"),
+        PermissionRule(pattern="mcp_gh_delete_*", decision="deny"),
+    )
+    approver = Approver(True)
+    async with open_runtime(config(fake.server_config(), permission_rules=rules)) as rt:
+        agent = AgentSurface(rt, approve=approver)
+        await rt.wait_ready()
+        tools = rt.tools()
+        allowed = await agent.authorize(tools["mcp_gh_get_issue"], {"n": 1})
+        denied = await agent.authorize(tools["mcp_gh_delete_repo"], {})
+    assert (allowed.outcome, allowed.rule) == ("allow", rules[0])
+    assert (denied.outcome, denied.reason) == ("deny", "denied by the rule 'mcp_gh_delete_*'")
+    (request,) = approver.requests
+    assert (request.registered_name, request.rule, dict(request.arguments)) == (
+        "mcp_gh_get_issue",
+        rules[0],
+        {"n": 1},
+    )
+    assert tool_calls(fake) == []  # deciding calls nothing
+
+
 async def test_permission_rules_first_match_wins(autojump_clock: Clock) -> None:
     fake = FakeServer(
         name="gh",

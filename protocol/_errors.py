@@ -38,6 +38,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   ├── CallTimeout                  no answer within the call's timeout (also a TimeoutError)
     │   ├── ToolNotFound                 no registered tool has that name
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
+    │   ├── InvalidToolOutput            its structuredContent breaks its outputSchema (.result)
     │   └── McpCatalogError              a resource or prompt operation failed; ``kind`` says how
     ├── ServerUnavailable                the server is not READY (says its state and next attempt)
     └── RuntimeClosed                    the runtime handle was used after it closed
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidMessage",
     "InvalidParams",
     "InvalidRequest",
+    "InvalidToolOutput",
     "ListingTooLarge",
     "LocalProtocolError",
     "McpCatalogError",
@@ -468,6 +470,29 @@ class ToolExecutionError(CallError):
 
     Raised only by ``result.raise_for_error()``; a call returns such results as data.
     """
+
+
+class InvalidToolOutput(CallError):
+    """The tool declares an ``outputSchema`` and its result breaks it: ``structuredContent`` is
+    missing or does not match, or the schema itself cannot be used (too large to check, not a
+    valid JSON Schema). ``result`` is the result as the server sent it and ``problems`` the
+    reasons (each a JSON path and a message, cut short). The tool ran: do not call it again
+    blindly."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        result: Any,
+        problems: tuple[str, ...],
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        #: The ``CallToolResult`` as received.
+        self.result = result
+        self.problems = problems
 
 
 class McpCatalogError(CallError):

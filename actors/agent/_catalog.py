@@ -116,13 +116,15 @@ _CURSOR_PREFIX: Final = "tmc1."
 _ENVELOPE: Final = 1_000
 
 #: What became of one model-facing call: ``ok``, ``tool_error`` (the tool ran and reported an
-#: error), ``refused`` (the permission decision), or a failure: ``not_found``, ``unavailable``,
-#: ``timeout``, ``disconnected``, ``rpc_error``, ``error`` (another protocol or transport
-#: failure), ``closed`` (the runtime), and the catalog kinds ``unknown_server``, ``hidden``,
-#: ``too_large``, ``server_error``, ``invalid``.
+#: error), ``invalid_output`` (the tool ran, but its structured result breaks its
+#: ``outputSchema``), ``refused`` (the permission decision), or a failure: ``not_found``,
+#: ``unavailable``, ``timeout``, ``disconnected``, ``rpc_error``, ``error`` (another protocol or
+#: transport failure), ``closed`` (the runtime), and the catalog kinds ``unknown_server``,
+#: ``hidden``, ``too_large``, ``server_error``, ``invalid``.
 ModelToolStatus = Literal[
     "ok",
     "tool_error",
+    "invalid_output",
     "refused",
     "not_found",
     "unavailable",
@@ -527,6 +529,7 @@ class Catalog:
             "read_tool_name": self.read_tool_name(server),
             "max_blob_bytes": self.config.max_blob_bytes,
             "untrusted_banner": not self.trusted(server),
+            "always_structured": self.config.render_structured_always,
         }
         if renders_inline(
             result, budget=self.config.render_budget, limit=self.config.offload_chars

@@ -11,7 +11,9 @@ the same content as parts (text and media) for hosts whose model takes images or
 - ``resource_link``: its name, URI, type and size, and how to read it (``read_mcp_resource``
   with the server and URI, or ``mcp_resources`` with ``action="read"``);
 - embedded resources: text with its URI; blobs like images;
-- ``structuredContent``: compact JSON, unless a text block already carries the same JSON value;
+- ``structuredContent``: compact JSON, unless the text blocks already carry all of it (the same
+  JSON value, or a one-key object such as ``{"result": x}`` or ``{"content": text}`` that only
+  wraps the text; ``always_structured`` shows it anyway);
 - a size budget (characters): what does not fit is cut, and the text says how much and what
   (``[... 12,345 more characters cut ...]``); with an output directory the full text is saved
   and its path given. Short notes (files, links) keep up to half the budget before text is cut.
@@ -388,6 +390,7 @@ class _Renderer:
     read_tool_name: str | None
     max_blob_bytes: int
     output_base: Path | None = None
+    always_structured: bool = False
     saved: list[SavedFile] = attrs.field(factory=list)
     skipped: list[SkippedBlob] = attrs.field(factory=list)
 
@@ -497,7 +500,7 @@ class _Renderer:
                 case UnknownContent(type=kind):
                     text = f"[{origin}: content of unknown type {_clean(kind, 50)!r} left out]"
                     out.append(_Section(origin, text, note=True))
-        structured = _structured_section(result)
+        structured = _structured_section(result, always=self.always_structured)
         if structured is not None:
             out.append(structured)
         if not out:
@@ -509,11 +512,12 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _structured_section(result: CallToolResult) -> _Section | None:
-    """The structured content as compact JSON, or None when there is none or a text block
-    already says the same JSON value. Never raises: a value that cannot be written as JSON (nested
-    too deeply for the stack here, or not JSON at all) is reported in one line instead, and a
-    text block that cannot be read as JSON is taken as different."""
+def _structured_section(result: CallToolResult, *, always: bool = False) -> _Section | None:
+    """The structured content as compact JSON, or None when there is none or (unless
+    ``always``) the text blocks already carry all of it (:func:`_says_the_same`). Never raises:
+    a value that cannot be written as JSON (nested too deeply for the stack here, or not JSON at
+    all) is reported in one line instead, and a text block that cannot be read as JSON is taken
+    only as text."""
     value = result.structured_content
     if value is None:
         return None
@@ -523,15 +527,48 @@ def _structured_section(result: CallToolResult) -> _Section | None:
     except (RecursionError, TypeError, ValueError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else "not JSON"
         return _Section("structuredContent", f"[structured content left out: {why}]", note=True)
-    for block in result.content:
-        if isinstance(block, TextContent) and len(block.text) <= 4 * len(compact) + 1024:
-            try:
-                same = _canonical(json.loads(block.text)) == wanted
-            except (RecursionError, ValueError):  # not JSON, or nested too deeply
-                continue
-            if same:
-                return None
+    if not always and _says_the_same(value, wanted, result, limit=4 * len(compact) + 1024):
+        return None
     return _Section("structuredContent", f"[structured content]\n{compact}", note=False)
+
+
+def _says_the_same(value: Any, wanted: str, result: CallToolResult, *, limit: int) -> bool:
+    """Whether the text blocks of ``result`` already carry all of the structured content
+    ``value`` (whose canonical JSON is ``wanted``): it is, or is a one-key object (``{"result":
+    x}``, ``{"content": text}``...) that wraps, one text block or all of them joined (as text, or
+    read as JSON), or the list of the blocks (each as text or read as JSON). Values are compared
+    as canonical JSON, so ``true`` never passes for ``1``. Text longer than ``limit`` is not read
+    as JSON (a short value cannot be a long text's parse)."""
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    if not texts:
+        return False
+    said: set[str] = set()
+    parsed: list[Any] = []
+    for text in [*texts, "\n".join(texts)] if len(texts) > 1 else texts:
+        said.add(_canonical(text))
+        reading: Any = text
+        if len(text) <= limit:
+            try:
+                reading = json.loads(text)
+                said.add(_canonical(reading))
+            except (RecursionError, ValueError):  # not JSON, or nested too deeply
+                pass
+        parsed.append(reading)
+    if len(texts) > 1:
+        try:
+            said.add(_canonical(texts))
+            said.add(_canonical(parsed[: len(texts)]))
+        except (RecursionError, ValueError):
+            pass
+    if wanted in said:
+        return True
+    if isinstance(value, dict) and len(value) == 1:
+        (inner,) = value.values()
+        try:
+            return _canonical(inner) in said
+        except (RecursionError, TypeError, ValueError):
+            return False
+    return False
 
 
 def _fit(sections: Sequence[_Section], budget: int) -> tuple[list[str | None], str | None]:
@@ -576,6 +613,7 @@ def render_result(
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
     output_base: Path | None = None,
+    always_structured: bool = False,
 ) -> RenderedResult:
     """Render ``result`` (from ``server``) for the model. Blocking: it decodes and writes files.
 
@@ -588,7 +626,10 @@ def render_result(
     ``output_dir`` must be a real directory, never a symbolic link (None: the parent of
     ``output_dir``, so ``output_dir`` itself is checked). With ``untrusted_banner`` (results of
     servers that are not trusted, resource bodies), text that matches an injection pattern gets
-    a first line saying it is data, not instructions.
+    a first line saying it is data, not instructions. ``structuredContent`` is left out when the
+    text blocks already carry all of it (the same JSON, or a one-key wrapper such as
+    ``{"result": x}`` or ``{"content": text}`` of the text); ``always_structured`` shows it
+    anyway.
 
     A file that cannot be written (a link in the way is refused: files are opened without
     following links) is reported in the text and in ``skipped_blobs``; nothing
@@ -603,6 +644,7 @@ def render_result(
         read_tool_name=read_tool_name,
         max_blob_bytes=max_blob_bytes,
         output_base=output_base,
+        always_structured=always_structured,
     )
     sections = renderer.sections(result)
     full = "\n".join(section.text for section in sections)
@@ -744,6 +786,7 @@ async def render_result_in_thread(
     max_blob_bytes: int = MAX_BLOB_BYTES,
     untrusted_banner: bool = False,
     output_base: Path | None = None,
+    always_structured: bool = False,
 ) -> RenderedResult:
     """:func:`render_result` in a trio worker thread (it decodes and writes files), with the
     same arguments and failures."""
@@ -758,5 +801,6 @@ async def render_result_in_thread(
             max_blob_bytes=max_blob_bytes,
             untrusted_banner=untrusted_banner,
             output_base=output_base,
+            always_structured=always_structured,
         )
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from enum import IntEnum
+from enum import StrEnum
 from typing import Any, Final
 
 import attrs
@@ -67,27 +67,60 @@ __all__ = [
 ]
 
 
-class RiskLevel(IntEnum):
+class RiskLevel(StrEnum):
     """How much harm a tool call can do, in order: ``READ_ONLY < EXEC < DANGEROUS``.
 
-    ``str()`` gives the configuration spelling (``"read_only"``, ``"exec"``, ``"dangerous"``).
+    Each level *is* its configuration spelling (``"read_only"``, ``"exec"``, ``"dangerous"``):
+    it compares equal to that string and hashes like it, so a host can write
+    ``request.risk == "dangerous"`` or use it as a JSON value. Ordering goes by risk, not by
+    alphabet, with levels and their spellings alike (``request.risk >= "exec"``); ordering
+    against any other value raises ``TypeError``.
     """
 
-    READ_ONLY = 0
-    EXEC = 1
-    DANGEROUS = 2
+    READ_ONLY = "read_only"
+    EXEC = "exec"
+    DANGEROUS = "dangerous"
 
-    def __str__(self) -> str:
-        return self.name.lower()
+    @property
+    def rank(self) -> int:
+        """0, 1 or 2: the position of the level in ``READ_ONLY < EXEC < DANGEROUS``."""
+        return _RANKS[self.value]
 
     @classmethod
     def parse(cls, text: str) -> RiskLevel:
-        """The level spelled ``text``; raises ``ValueError`` naming the allowed spellings."""
+        """The level spelled ``text`` (any case); raises ``ValueError`` naming the allowed
+        spellings."""
         try:
-            return cls[text.upper()]
-        except KeyError:
+            return cls(text.lower())
+        except (AttributeError, ValueError):
             allowed = ", ".join(str(level) for level in cls)
             raise ValueError(f"unknown risk level {text!r} (expected one of: {allowed})") from None
+
+    def _other_rank(self, other: object) -> int:
+        rank = _RANKS.get(other) if isinstance(other, str) else None
+        if rank is None:
+            allowed = ", ".join(repr(name) for name in _RANKS)
+            raise TypeError(
+                f"a risk level is ordered only against another RiskLevel or one of {allowed}, "
+                f"not {other!r}"
+            )
+        return rank
+
+    def __lt__(self, other: object) -> bool:
+        return self.rank < self._other_rank(other)
+
+    def __le__(self, other: object) -> bool:
+        return self.rank <= self._other_rank(other)
+
+    def __gt__(self, other: object) -> bool:
+        return self.rank > self._other_rank(other)
+
+    def __ge__(self, other: object) -> bool:
+        return self.rank >= self._other_rank(other)
+
+
+#: Each risk level's spelling -> its position in the order.
+_RANKS: Final[Mapping[str, int]] = {"read_only": 0, "exec": 1, "dangerous": 2}
 
 
 def _hint(tool: Tool, name: str) -> bool:
@@ -154,11 +187,11 @@ def decide(
         )
     if rule is not None:
         return Decision(outcome="ask", reason=f"the rule {rule.pattern!r} asks", rule=rule)
-    if risk is RiskLevel.READ_ONLY:
+    if risk == RiskLevel.READ_ONLY:
         return Decision(outcome="allow", reason="a read-only tool")
-    if risk is RiskLevel.EXEC and trusted:
+    if risk == RiskLevel.EXEC and trusted:
         return Decision(outcome="allow", reason="a tool of a trusted server")
-    if risk is RiskLevel.DANGEROUS:
+    if risk == RiskLevel.DANGEROUS:
         return Decision(outcome="ask", reason="the tool is marked destructive (dangerous)")
     return Decision(outcome="ask", reason="tools of servers that are not trusted need approval")
 
@@ -255,7 +288,7 @@ class ApprovalStore:
         self, server: str, tool: Tool, *, risk: RiskLevel = RiskLevel.EXEC
     ) -> ApprovalNeed | None:
         """None when this exact definition is approved; otherwise why approval is needed."""
-        if risk is RiskLevel.DANGEROUS and not self.remember_dangerous:
+        if risk == RiskLevel.DANGEROUS and not self.remember_dangerous:
             return ApprovalNeed(reason="dangerous tools are approved call by call")
         approval = self._approved.get((server, tool.name))
         if approval is None:
@@ -291,7 +324,8 @@ class ApprovalRequest:
     """What the host's approval callback is asked: the ``server``, its own ``tool`` name, the
     ``registered_name`` the model used, the ``risk``, the ``arguments`` of the call, ``changed``
     (the parts of the definition that changed since an earlier approval, empty otherwise),
-    ``reason`` (why it is asked) and the ``definition`` itself (to show the user)."""
+    ``reason`` (why it is asked), the ``definition`` itself (to show the user) and the ``rule``
+    that asks (None when the trust level or the risk does)."""
 
     server: str
     tool: str
@@ -301,6 +335,7 @@ class ApprovalRequest:
     changed: tuple[str, ...] = ()
     reason: str = ""
     definition: Tool | None = None
+    rule: PermissionRule | None = None
 
 
 #: The host's answer to an approval request: True approves the call (and, through the store,
@@ -331,6 +366,7 @@ class CallGate:
             changed=self.changed,
             reason=self.decision.reason,
             definition=self.tool,
+            rule=self.decision.rule,
         )
 
 

@@ -24,6 +24,7 @@ import attrs
 
 from ...protocol._errors import (
     CallTimeout,
+    InvalidToolOutput,
     McpError,
     RpcError,
     RuntimeClosed,
@@ -31,7 +32,9 @@ from ...protocol._errors import (
     ServerUnavailable,
     ToolNotFound,
 )
+from ...protocol._types import CallToolResult
 from ..config._config import CatalogShape
+from ..runtime._registry import RegisteredTool
 from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
 from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
@@ -164,7 +167,9 @@ class AgentSurface:
         the call (as ``rt.call``, with ``timeout``, ``progress`` and ``wait_ready``), and the
         result rendered (text, media, resource links, structured content, the size budget,
         binary payloads saved under :attr:`output_dir`; the injection banner for servers that
-        are not trusted). ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
+        are not trusted). A result whose structured content breaks the tool's ``outputSchema``
+        is a tool error (status ``invalid_output``) that gives the reasons before the result.
+        ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
         RpcError and RuntimeClosed become results too."""
         if self.runtime.state is not RuntimeState.OPEN:
             return _failure(name, "closed", "the MCP runtime is closed; the call was not made")
@@ -187,33 +192,15 @@ class AgentSurface:
             return _failure(
                 name, "not_found", f"there is no tool named {name!r}; use one of the tools offered"
             )
-        server = self.runtime.server_config(registered.server)
-        assert server is not None  # a registered tool's server is configured
-        gate = gate_call(
-            server=registered.server,
-            registered_name=name,
-            tool=registered.tool,
-            trusted=server.trust_level == "trusted",
-            rules=self.runtime.config.permission_rules,
-            profile=self.runtime.config.profile,
-            allowed_capabilities=self.runtime.config.allowed_capabilities,
-            store=self._approvals,
-        )
-        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
-        current = self.runtime.tools().get(name)
-        if decision.outcome == "allow" and (current is None or current.tool != registered.tool):
-            decision = Decision(
-                outcome="deny",
-                reason="the tool's definition changed while its approval was pending; call it "
-                "again to have the new definition approved",
-                rule=decision.rule,
-            )
+        decision = await self.authorize(registered, arguments)
         if decision.outcome != "allow":
             return await self._refused(name, decision, registered.server)
         try:
             result = await self.runtime.call(
                 name, arguments, timeout=timeout, progress=progress, wait_ready=wait_ready
             )
+        except InvalidToolOutput as exc:
+            return await self._invalid_output(name, exc, decision, registered.server)
         except McpError as exc:
             return _failure(name, _status_of(exc), str(exc), decision, registered.server)
         rendered = await self._catalog.render(result, registered.server)
@@ -227,6 +214,38 @@ class AgentSurface:
             server=registered.server,
             rendered=rendered,
         )
+
+    async def authorize(
+        self, tool: RegisteredTool, arguments: Mapping[str, Any] | None = None
+    ) -> Decision:
+        """The permission decision on a call of the registered ``tool`` with ``arguments``, made
+        as :meth:`call_for_model` makes it (the rules, the profile, trust and risk, the
+        ``approve`` callback when the decision is ``ask``, approvals remembered per definition):
+        ``allow`` or ``deny``, never ``ask``. For hosts (and ``trio-mcp call``) that make the
+        call themselves with ``rt.call`` once it is allowed. An ``allow`` turns into a ``deny``
+        when the tool's definition changed while the approval was pending."""
+        server = self.runtime.server_config(tool.server)
+        assert server is not None  # a registered tool's server is configured
+        gate = gate_call(
+            server=tool.server,
+            registered_name=tool.name,
+            tool=tool.tool,
+            trusted=server.trust_level == "trusted",
+            rules=self.runtime.config.permission_rules,
+            profile=self.runtime.config.profile,
+            allowed_capabilities=self.runtime.config.allowed_capabilities,
+            store=self._approvals,
+        )
+        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
+        current = self.runtime.tools().get(tool.name)
+        if decision.outcome == "allow" and (current is None or current.tool != tool.tool):
+            decision = Decision(
+                outcome="deny",
+                reason="the tool's definition changed while its approval was pending; call it "
+                "again to have the new definition approved",
+                rule=decision.rule,
+            )
+        return decision
 
     async def _catalog_for_model(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
         """A resource or prompt tool: read-only, but still under the rules and the profile's
@@ -258,6 +277,7 @@ class AgentSurface:
                 arguments=dict(arguments),
                 reason=decision.reason,
                 definition=definition,
+                rule=decision.rule,
             )
             decision = await self._settle(decision, request, None)
         if decision.outcome != "allow":
@@ -295,6 +315,28 @@ class AgentSurface:
             self._approvals.approve(gate.server, gate.tool)
         return Decision(
             outcome="allow", reason=f"approved by the user ({decision.reason})", rule=decision.rule
+        )
+
+    async def _invalid_output(
+        self, name: str, exc: InvalidToolOutput, decision: Decision, server: str
+    ) -> ModelToolResult:
+        """A result whose structured content breaks the tool's ``outputSchema``: a tool error,
+        first the reasons, then the result as the server sent it."""
+        note = (
+            f"[the tool's result does not match its outputSchema, so it is an error: "
+            f"{'; '.join(exc.problems)}]"
+        )
+        result: CallToolResult = exc.result
+        rendered = await self._catalog.render(result, server)
+        return ModelToolResult(
+            name=name,
+            text=f"{note}\n{rendered.text}",
+            parts=(TextPart(text=note), *rendered.parts),
+            is_error=True,
+            status="invalid_output",
+            decision=decision,
+            server=server,
+            rendered=rendered,
         )
 
     async def _refused(self, name: str, decision: Decision, server: str | None) -> ModelToolResult:

@@ -4,7 +4,7 @@ Commands (``docs/cli.md`` has the details and the ``--json`` shapes)::
 
     trio-mcp status [--watch]                  every server's state, in a table
     trio-mcp tools                             the registered tools
-    trio-mcp call NAME --args JSON             call a tool (registered name or server/tool)
+    trio-mcp call NAME --args JSON [--yes]     call a tool (registered name or server/tool)
     trio-mcp resources [SERVER]                list resources and resource templates
     trio-mcp read SERVER URI                   read one resource
     trio-mcp prompts [SERVER]                  list prompts
@@ -43,6 +43,7 @@ import trio
 
 from ...protocol._errors import (
     ConfigError,
+    InvalidToolOutput,
     McpError,
     MethodNotFound,
     ServerUnavailable,
@@ -59,6 +60,8 @@ from ...protocol._types import (
     TextContent,
     TextResourceContents,
 )
+from ..agent._risk import ApprovalRequest, Decision
+from ..agent._surface import AgentSurface
 from ..config._backoff import RetryPolicy
 from ..config._config import RuntimeConfig, ServerConfig
 from ..config._loader import (
@@ -95,12 +98,16 @@ class ExitCode(IntEnum):
     #: The call ran and failed: the tool reported an error (``isError``), the server answered
     #: with a JSON-RPC error, the call timed out, or the connection dropped during it.
     CALL_FAILED = 5
+    #: The call was not made: a permission rule or the profile denies it, or it needed an
+    #: approval that was not given.
+    REFUSED = 6
     #: Stopped by Ctrl-C while connecting or calling (``status --watch`` ends with 0).
     INTERRUPTED = 130
 
 
-#: The loggers whose warnings the command line shows in its own output instead.
-_QUIET_LOGGERS = ("trio_mcp.config", "trio_mcp.supervisor", "trio_mcp.runtime")
+#: The loggers whose warnings the command line shows in its own output instead (refused tools:
+#: in the status table, the tools listing, or the error of a call of one).
+_QUIET_LOGGERS = ("trio_mcp.config", "trio_mcp.supervisor", "trio_mcp.runtime", "trio_mcp.registry")
 #: Terminal control: move the cursor up N lines to column 0, clear a line, clear below.
 _UP = "\x1b[{}F"
 _CLEAR_LINE = "\x1b[2K"
@@ -152,6 +159,8 @@ class _Out:
     json: bool
     stdout: TextIO
     stderr: TextIO
+    #: Where an approval is read from (``trio-mcp call`` asks when a rule says ``ask``).
+    stdin: TextIO = attrs.field(factory=lambda: sys.stdin)
 
     @property
     def tty(self) -> bool:
@@ -189,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="trio-mcp: the MCP client runtime for trio agent hosts.",
         epilog="Exit codes: 0 ok, 1 demo failed, 2 usage error, 3 configuration error, "
         "4 server unavailable, 5 the call failed (tool error, JSON-RPC error, timeout), "
-        "130 interrupted.",
+        "6 the call was refused (permission rules, approval), 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
     parser.add_argument(
@@ -242,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("name", metavar="NAME", help="registered name, or SERVER/TOOL")
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
+    call.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve the call where a permission rule says 'ask' or the tool is marked "
+        "destructive, without asking (default: ask on the terminal; refuse without one)",
+    )
     call.set_defaults(handler=_cmd_call)
 
     resources = commands.add_parser(
@@ -866,8 +881,21 @@ def _cmd_call(args: argparse.Namespace, out: _Out) -> int:
     async def call() -> int:
         async with _connected(_one_shot(loaded.config, names), args.wait) as (rt, statuses):
             tool = _find_tool(rt, statuses, name, server_name, wire_name)
+            approver = _TerminalApproval(out, yes=bool(args.yes))
+            decision = await AgentSurface(rt, approve=approver).authorize(tool, arguments)
+            if decision.outcome != "allow":
+                raise _refused(tool, decision, approver)
             try:
                 result = await rt.call(tool.name, arguments)
+            except InvalidToolOutput as exc:
+                if not out.json:
+                    _print_result(out, exc.result)
+                raise _Exit(
+                    ExitCode.CALL_FAILED,
+                    str(exc),
+                    kind="invalid_output",
+                    details={"problems": list(exc.problems), "result": encode(exc.result)},
+                ) from None
             except McpError as exc:
                 raise _failed_call(exc) from None
             if out.json:
@@ -890,6 +918,74 @@ def _cmd_call(args: argparse.Namespace, out: _Out) -> int:
         return ExitCode.OK
 
     return _run(call)
+
+
+@attrs.define
+class _TerminalApproval:
+    """The approval callback of ``trio-mcp call``: the same gate as a host's, answered here.
+
+    The command line names the tool and its arguments, so it is the user's approval of what a
+    host would ask about only because the server is not trusted. Where a permission rule says
+    ``ask``, or the tool is marked destructive (``dangerous``), it asks on the terminal (``y``
+    approves), or approves with ``--yes``; without a terminal it refuses and says why."""
+
+    out: _Out
+    yes: bool
+    #: Set when an approval was needed and there was no terminal to ask on.
+    no_terminal: ApprovalRequest | None = None
+
+    async def __call__(self, request: ApprovalRequest) -> bool:
+        if request.rule is None and request.risk != "dangerous":
+            return True
+        if self.yes:
+            return True
+        isatty = getattr(self.out.stdin, "isatty", None)
+        if not (isatty and isatty()):
+            self.no_terminal = request
+            return False
+        why = (
+            f"the rule {request.rule.pattern!r} asks"
+            if request.rule is not None
+            else "the tool is marked destructive"
+        )
+        arguments = json.dumps(dict(request.arguments), ensure_ascii=False)
+        self.out.stderr.write(
+            f"trio-mcp: call {request.registered_name} ({request.server}/{request.tool}, risk "
+            f"{request.risk}) with {_cut(arguments, 500)}? {why}. [y/N] "
+        )
+        self.out.stderr.flush()
+        answer = await trio.to_thread.run_sync(self.out.stdin.readline, abandon_on_cancel=True)
+        return answer.strip().lower() in ("y", "yes")
+
+
+def _refused(tool: RegisteredTool, decision: Decision, approver: _TerminalApproval) -> _Exit:
+    """The failure of a call the permission decision did not allow."""
+    details: dict[str, Any] = {
+        "tool": tool.name,
+        "decision": decision.outcome,
+        "rule": None if decision.rule is None else decision.rule.pattern,
+    }
+    if approver.no_terminal is not None:
+        asked = approver.no_terminal
+        why = (
+            f"the permission rule {asked.rule.pattern!r} asks for approval"
+            if asked.rule is not None
+            else "the tool is marked destructive (dangerous), so it needs approval"
+        )
+        message = (
+            f"the call to {tool.name} was refused: {why}, and there is no terminal to ask on; "
+            f"pass --yes to approve it"
+            + (
+                ", or change that rule in the configuration's permissions.rules"
+                if asked.rule is not None
+                else ""
+            )
+        )
+        return _Exit(ExitCode.REFUSED, message, kind="refused", details=details)
+    message = f"the call to {tool.name} was refused and not sent: {decision.reason}"
+    if decision.rule is not None and decision.rule.decision == "deny":
+        message += " (permissions.rules in the configuration)"
+    return _Exit(ExitCode.REFUSED, message, kind="refused", details=details)
 
 
 def _find_tool(

@@ -370,6 +370,10 @@ class RuntimeConfig:
     render_budget: int = DEFAULT_RENDER_BUDGET
     #: Blobs bigger than this (bytes) are reported, never decoded.
     max_blob_bytes: int = MAX_BLOB_BYTES
+    #: True shows a result's ``structuredContent`` to the model even when its text blocks
+    #: already carry all of it (by default such a copy, ``{"result": x}`` or ``{"content":
+    #: text}`` of the text, is left out so the model does not read the output twice).
+    render_structured_always: bool = False
     #: The resource and prompt tools ``AgentSurface.model_tools()`` offers by default (None: none).
     catalog_shape: CatalogShape | None = "agentao"
     #: Entries one resource or prompt listing shows the model; the rest are counted and can be

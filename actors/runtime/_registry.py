@@ -23,10 +23,18 @@ Names are decided over all servers at once, so the outcome never depends on the 
 servers connect or list their tools: when two tools map to one registered name, *both* are
 refused (and a refused tool comes back by itself when the other one goes away); a tool whose name
 clashes with one of the host's built-in tools is refused.
+
+Every refusal, whatever refused the tool (the registration checks, a name clash with another
+tool, a host built-in), is logged here and only here, once, at WARNING under ``trio_mcp.registry``
+with the server, the tool and the reason (the record also carries them as ``record.server`` and
+``record.refusal``). A refusal that lasts is not logged again when its server lists its tools
+again or reconnects, nor when the rival of a clash reconnects; it is once its server has listed
+its tools without it, and it comes back.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
@@ -55,6 +63,8 @@ __all__ = [
 
 #: Messages waiting for the registry task.
 MAILBOX_SIZE: Final = 256
+
+logger = logging.getLogger("trio_mcp.registry")
 
 
 @attrs.frozen(kw_only=True)
@@ -673,6 +683,8 @@ class Registry:
     _mailbox: trio.MemoryReceiveChannel[RegistryMsg] = attrs.field(init=False)
     _view: RegistryView = attrs.field(default=_EMPTY_VIEW, init=False)
     _published: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: server -> its refusals that were logged and have not ended since
+    _logged: dict[str, frozenset[ToolRefusal]] = attrs.field(factory=dict, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._table = ToolTable(builtin_names=self.builtin_names)
@@ -739,7 +751,7 @@ class Registry:
                 replies.append(
                     (msg.reply_to, Withdrawn(server=msg.server, generation=msg.generation))
                 )
-        self._publish()
+        self._publish({msg.server for msg in batch if isinstance(msg, ReplaceTools)})
         if self.events is not None:
             for change in changes:
                 self.events.publish(change)
@@ -751,7 +763,9 @@ class Registry:
                 # is full finds the withdrawal in the view when it next looks.
                 continue
 
-    def _publish(self) -> None:
+    def _publish(self, listed: set[str]) -> None:
+        """Publish a new view if anything changed; log the new refusals of the servers that
+        changed (``listed``: the servers whose own listing came in this batch)."""
         table = self._table
         dirty, owners_changed = table.take_dirty()
         old = self._view
@@ -762,6 +776,9 @@ class Registry:
         for server in dirty:
             server_tools[server] = table.tools_of(server)
             refused[server] = table.refused_of(server)
+        for server in sorted(dirty):
+            if table.withdrawn_through(server) < table.generation_of(server):
+                self._log_refusals(server, refused[server], listed=server in listed)
         withdrawn = dict(old.withdrawn)
         generations = dict(old.generations)
         for server in dirty:
@@ -780,3 +797,27 @@ class Registry:
         )
         self._published.set()
         self._published = trio.Event()
+
+    def _log_refusals(
+        self, server: str, refusals: tuple[ToolRefusal, ...], *, listed: bool
+    ) -> None:
+        """Log the refusals of ``server`` that were not logged already. When the server's own
+        listing came (``listed``), the ones it no longer has are forgotten; a change of another
+        server (a rival of a clash leaving or coming back) only adds. Not called for a
+        withdrawn server, whose refusals are remembered until it lists its tools again."""
+        before = self._logged.get(server, frozenset())
+        for refusal in refusals:
+            if refusal not in before:
+                what = "a tool entry" if refusal.tool is None else f"tool {refusal.tool!r}"
+                logger.warning(
+                    "server %r: %s refused: %s",
+                    server,
+                    what,
+                    refusal.reason,
+                    extra={"server": server, "refusal": refusal},
+                )
+        now = frozenset(refusals) if listed else before.union(refusals)
+        if now:
+            self._logged[server] = now
+        else:
+            self._logged.pop(server, None)

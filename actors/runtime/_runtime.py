@@ -43,6 +43,7 @@ import attrs
 import trio
 
 from ...protocol._errors import (
+    InvalidToolOutput,
     McpError,
     McpTransportConfigError,
     RuntimeClosed,
@@ -61,6 +62,7 @@ from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
 from ._events import EventBus, EventSubscription, ServerState
 from ._naming import tool_name_prefix
+from ._outputcheck import OutputChecker
 from ._pending import ProgressCallback
 from ._registry import RegisteredTool, Registry
 from ._resources import (
@@ -235,6 +237,12 @@ class Runtime:
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
     _stop_requested: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _outputs: OutputChecker = attrs.field(
+        default=attrs.Factory(
+            lambda self: OutputChecker(offload_chars=self.config.offload_chars), takes_self=True
+        ),
+        init=False,
+    )
 
     # ------------------------------------------------------------------ tools
 
@@ -279,12 +287,15 @@ class Runtime:
 
         A tool error reported by the server (``isError``) is returned as data; see
         ``result.raise_for_error()``. ``progress`` is called (in this task; sync or async) with
-        each progress notification of the call. Raises :class:`ToolNotFound`,
+        each progress notification of the call. The result of a tool that declares an
+        ``outputSchema`` is checked against it first. Raises :class:`ToolNotFound`,
         :class:`ServerUnavailable` (the server is not ready: the error says its state and when
         the next attempt is due; ``wait_ready`` waits that many seconds for it first),
         :class:`CallTimeout`, :class:`ServerDisconnected` (``sent`` says whether the outcome is
-        unknown), :class:`RpcError` or :class:`RuntimeClosed`; all of them but
-        :class:`ServerUnavailable` and :class:`RuntimeClosed` are :class:`CallError`.
+        unknown), :class:`RpcError`, :class:`InvalidToolOutput` (missing or non-matching
+        ``structuredContent``; it holds the ``result`` and the ``problems``) or
+        :class:`RuntimeClosed`; all of them but :class:`ServerUnavailable` and
+        :class:`RuntimeClosed` are :class:`CallError`.
         """
         try:
             self._check_open()
@@ -308,6 +319,16 @@ class Runtime:
                 name,
                 bool(result.is_error),
                 redact_text(result.text),
+            )
+        problems = await self._outputs.check(tool.server, tool.tool, result)
+        if problems:
+            raise InvalidToolOutput(
+                f"the result of {name} ({tool.server}/{tool.wire_name}) does not match the "
+                f"tool's outputSchema: {'; '.join(problems)}",
+                result=result,
+                problems=problems,
+                server=tool.server,
+                method="tools/call",
             )
         return result
 

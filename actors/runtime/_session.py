@@ -582,8 +582,8 @@ class Session:
         under the runtime's ``security_policy``. A bad tool is refused alone, never its server.
 
         A listing with more than ``offload_chars`` characters of text is checked in a worker
-        thread, so a hostile listing cannot stall the event loop. Refusals and warnings are
-        logged under ``trio_mcp.server.<name>``."""
+        thread, so a hostile listing cannot stall the event loop. Warnings are logged under
+        ``trio_mcp.server.<name>``; refusals are logged by the registry, once each."""
         check = functools.partial(
             check_listing,
             raw,
@@ -603,8 +603,6 @@ class Session:
                 self._log.warning("tools/list: %s", warning.message)
             else:
                 self._log.warning("tool %r: %s", warning.tool, warning.message)
-        for refusal in checked.refused:
-            self._log.warning("tool %r refused: %s", refusal.tool, refusal.reason)
         return Listing(tools=checked.tools, refused=checked.refused)
 
     async def _relister(self) -> None:

@@ -71,6 +71,7 @@ def test_exit_codes_are_documented_values() -> None:
         ("CONFIG", 3),
         ("UNAVAILABLE", 4),
         ("CALL_FAILED", 5),
+        ("REFUSED", 6),
         ("INTERRUPTED", 130),
     ]
 

@@ -5,6 +5,7 @@ the acknowledgement of a withdrawal)."""
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Mapping, Reversible
 from types import MappingProxyType
@@ -697,6 +698,59 @@ async def test_a_refusal_in_the_view_names_the_rivals_current_tool(
             await registry.send(msg)
             await settle()
         assert [r.reason for r in registry.view.refused_of("a")] == [reason]
+        nursery.cancel_scope.cancel()
+
+
+async def test_each_refusal_is_logged_once_with_its_reason(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="trio_mcp")
+
+    def logged() -> list[str]:
+        lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert all(
+            r.name == "trio_mcp.registry" and r.levelno == logging.WARNING
+            for r in caplog.records
+            if "refused" in r.getMessage()
+        )
+        caplog.clear()
+        return lines
+
+    checked = ToolRefusal(server="a", tool="evil", reason="possible prompt injection")
+    async with trio.open_nursery() as nursery:
+        registry, _ = await start_registry(nursery, frozenset({"mcp_b_help"}))
+        await registry.send(attrs.evolve(replace("a", 1, "b_x", "y"), refused=(checked,)))
+        await registry.send(replace("b", 1, "help", "ok"))
+        await settle()
+        assert logged() == [
+            "server 'a': tool 'evil' refused: possible prompt injection",
+            "server 'b': tool 'help' refused: 'mcp_b_help' is the name of a built-in tool of "
+            "the host",
+        ]
+        # A clash with another server's tool: both sides, once each.
+        await registry.send(replace("a_b", 1, "x"))
+        await settle()
+        assert sorted(logged()) == [
+            "server 'a': tool 'b_x' refused: maps to 'mcp_a_b_x' like tool 'x' of server 'a_b'; "
+            "both refused",
+            "server 'a_b': tool 'x' refused: maps to 'mcp_a_b_x' like tool 'b_x' of server 'a'; "
+            "both refused",
+        ]
+        # The same listing again, a reconnect (withdrawal, new generation): nothing new.
+        await registry.send(attrs.evolve(replace("a", 1, "b_x", "y"), refused=(checked,)))
+        await registry.send(WithdrawServer(server="b", generation=1))
+        await settle()
+        await registry.send(replace("b", 2, "help", "ok"))
+        await settle()
+        assert logged() == []
+        # A refusal that ended and came back is logged again.
+        await registry.send(replace("a", 1, "b_x", "y"))
+        await settle()
+        await registry.send(attrs.evolve(replace("a", 1, "b_x", "y"), refused=(checked,)))
+        await settle()
+        assert logged() == ["server 'a': tool 'evil' refused: possible prompt injection"]
+        record = registry.view.refused_of("a")
+        assert checked in record
         nursery.cancel_scope.cancel()
 
 

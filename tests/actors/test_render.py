@@ -274,6 +274,70 @@ def test_structured_content_is_rendered_when_new() -> None:
     )
 
 
+#: A 1,487-character text file, as server-filesystem's read_text_file returns it.
+FILE_TEXT = ("line of a config file = value  # comment\n" * 37)[:1_486] + "\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "structured"),
+    [
+        # server-filesystem: the file's text, and {"content": <the same text>}
+        ([FILE_TEXT], {"content": FILE_TEXT}),
+        # the official Python SDK (FastMCP) for `-> str`, `-> int`, `-> float`, `-> bool`
+        (["hello"], {"result": "hello"}),
+        (["42"], {"result": 42}),
+        (["2.5"], {"result": 2.5}),
+        (["true"], {"result": True}),
+        # `-> list[str]`: one text block per item; `-> dict`: the JSON, pretty-printed
+        (["a", "b"], {"result": ["a", "b"]}),
+        (["[1, 2]"], {"result": [1, 2]}),
+        ([json.dumps({"x": 1, "y": [2]}, indent=2)], {"x": 1, "y": [2]}),
+        # several blocks that join to the JSON of the value; a 2026-07-28 non-object value
+        (['{"a":', " 1}"], {"a": 1}),
+        (["plain"], "plain"),
+    ],
+)
+def test_structured_content_that_only_wraps_the_text_is_not_sent_twice(
+    content: list[str], structured: Any
+) -> None:
+    result = _result(*(TextContent(text=text) for text in content), structured=structured)
+    rendered = render_result(result, server="s")
+    assert rendered.text == "\n".join(content)
+    assert "[structured content]" not in rendered.text
+    shown = render_result(result, server="s", always_structured=True)
+    compact = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    assert shown.text == "\n".join([*content, f"[structured content]\n{compact}"])
+
+
+def test_the_1487_character_file_reaches_the_model_once() -> None:
+    assert len(FILE_TEXT) == 1_487
+    rendered = render_result(
+        _result(TextContent(text=FILE_TEXT), structured={"content": FILE_TEXT}), server="fs"
+    )
+    assert len(rendered.text) == 1_487
+
+
+@pytest.mark.parametrize(
+    ("content", "structured"),
+    [
+        (["hello"], {"result": "hullo"}),  # a wrapper of something else
+        (["hello"], {"content": "hello", "path": "/tmp/a"}),  # the path is new
+        (["1"], {"result": True}),  # true is not 1
+        (["a", "b"], {"result": ["b", "a"]}),  # another order
+        (["2.5"], {"result": {"value": 2.5}}),  # wraps a wrapper
+        (["It is warm."], {"warm": True}),
+    ],
+)
+def test_structured_content_with_anything_new_is_still_shown(
+    content: list[str], structured: Any
+) -> None:
+    result = _result(*(TextContent(text=text) for text in content), structured=structured)
+    compact = json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    assert render_result(result, server="s").text == "\n".join(
+        [*content, f"[structured content]\n{compact}"]
+    )
+
+
 def test_the_budget_cuts_and_says_what(tmp_path: Path) -> None:
     long = "x" * 30_000
     rendered = render_result(_result(TextContent(text=long)), server="s", budget=20_000)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
+import operator
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,6 +59,61 @@ def test_risk_levels_are_ordered_and_spelled() -> None:
     assert RiskLevel.parse("dangerous") is RiskLevel.DANGEROUS
     with pytest.raises(ValueError, match=r"unknown risk level 'high' \(expected one of: "):
         RiskLevel.parse("high")
+
+
+def test_risk_levels_are_their_documented_strings_and_keep_their_order() -> None:
+    # A host compares with the spelling the documentation uses: it must mean what it says.
+    dangerous: RiskLevel = RiskLevel.DANGEROUS  # as a host holds it (request.risk)
+    assert dangerous == "dangerous"
+    assert dangerous != "exec"
+    assert (dangerous != "dangerous") is False
+    assert [level == str(level) for level in RiskLevel] == [True, True, True]
+    by_name: dict[str, int] = {RiskLevel.EXEC: 1}
+    assert by_name["exec"] == 1  # hash consistent with ==
+    assert {"dangerous"} == {RiskLevel.DANGEROUS}
+    assert RiskLevel("exec") is RiskLevel.EXEC
+    assert RiskLevel.parse("DANGEROUS") is RiskLevel.DANGEROUS
+    assert json.dumps({"risk": RiskLevel.READ_ONLY}) == '{"risk": "read_only"}'
+    assert f"{RiskLevel.DANGEROUS}" == "dangerous"
+    # Ordered by risk, not by alphabet ("dangerous" < "exec" as plain strings).
+    assert RiskLevel.EXEC < RiskLevel.DANGEROUS
+    assert RiskLevel.EXEC < "dangerous"
+    assert "dangerous" > RiskLevel.EXEC  # noqa: SIM300 (the reflected order, on purpose)
+    assert RiskLevel.READ_ONLY <= "read_only" < RiskLevel.EXEC
+    assert RiskLevel.DANGEROUS >= "exec"
+    assert sorted([RiskLevel.DANGEROUS, RiskLevel.READ_ONLY, RiskLevel.EXEC]) == [
+        "read_only",
+        "exec",
+        "dangerous",
+    ]
+    assert max(RiskLevel) is RiskLevel.DANGEROUS
+    assert [level.rank for level in RiskLevel] == [0, 1, 2]
+    others: tuple[Any, ...] = ("high", 1, None)
+    for other in others:
+        with pytest.raises(TypeError, match="a risk level is ordered only against"):
+            operator.lt(RiskLevel.EXEC, other)
+    # The decisions take the spelling as well as the member.
+    assert decide("t", (), risk="dangerous", trusted=True).outcome == "ask"  # type: ignore[arg-type]
+
+
+def test_every_enum_handed_to_an_approval_callback_is_its_string() -> None:
+    """Whatever the approval and permission API gives a host compares equal to its spelling."""
+    tool = _tool(destructive=True)
+    gate = gate_call(server="fs", registered_name="mcp_fs_rm", tool=tool, trusted=False)
+    request = gate.approval_request({"path": "/"})
+    seen = 0
+    for value in (
+        *attrs.astuple(request, recurse=False),
+        *attrs.astuple(gate, recurse=False),
+        *attrs.astuple(gate.decision, recurse=False),
+    ):
+        if isinstance(value, enum.Enum):
+            seen += 1
+            assert isinstance(value, str)
+            assert value == value.value
+    assert seen == 2  # the request's and the gate's risk
+    assert request.risk == "dangerous"
+    assert gate.decision.outcome == "ask"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,9 @@ collected and raised at once as one :class:`ConfigError` (or :class:`McpTranspor
 when a problem concerns how a server is reached), each problem naming the file and the key path.
 ``${VAR}``, ``$VAR`` and ``${VAR:-default}`` expand in ``env`` and ``headers`` values, in
 ``args`` and in ``url``; an unset variable without a default is an error, so a literal
-``${VAR}`` never reaches a server. ``$$`` is a literal ``$``.
+``${VAR}`` never reaches a server. A variable that is set but empty counts as unset in
+``headers`` and ``url`` (no request goes out with ``Bearer ``), becomes ``""`` with a warning in
+``args``, and is passed on as it is in ``env``. ``$$`` is a literal ``$``.
 
 Loading returns a :class:`LoadedConfig`: the config plus the warnings (also logged under
 ``trio_mcp.config``). :func:`redacted_config` is the printable form, with secrets hidden.
@@ -133,6 +135,17 @@ _SHAPE_KEYS: Final[Mapping[ConfigShape, frozenset[str]]] = {
     "agentao": _COMMON_KEYS | {"trust", "timeout"},
 }
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+#: What a variable that is set but empty means where it is expanded: ``keep`` (``env``: the
+#: child gets the empty value, as the host has it), ``unset`` (``headers``, ``url``: an error
+#: unless a default is given, so no request goes out with ``Bearer ``), ``warn`` (``args``:
+#: ``""`` in its place, with a warning).
+_EmptyRule: TypeAlias = Literal["keep", "unset", "warn"]
+_EMPTY_RULES: Final[Mapping[str, _EmptyRule]] = {
+    "env": "keep",
+    "headers": "unset",
+    "url": "unset",
+    "args": "warn",
+}
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -180,11 +193,15 @@ def project_config_path(working_dir: str | os.PathLike[str] | None = None) -> Pa
 # --------------------------------------------------------------------------- ${VAR} expansion
 
 
-def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
     """``text`` with ``$VAR``, ``${VAR}`` and ``${VAR:-default}`` expanded and ``$$`` made a
-    literal ``$``; plus one message per problem (an unset variable, bad syntax)."""
+    literal ``$``; plus one message per problem (an unset variable, bad syntax), and the
+    references (``${VAR}`` or ``$VAR``, as written) to variables that are set but empty and
+    were expanded to ``""`` without a default (where that counts as unset is the caller's
+    rule)."""
     out: list[str] = []
     problems: list[str] = []
+    empty: list[str] = []
     i, n = 0, len(text)
     while i < n:
         char = text[i]
@@ -211,7 +228,7 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                 j += 1
             if end < 0:
                 problems.append(f"'{text[i:]}' has no closing '}}' (write $$ for a literal '$')")
-                return "".join(out), problems
+                return "".join(out), problems, empty
             inner = text[i + 2 : end]
             name, sep, default = inner.partition(":-")
             if not _VAR_NAME.fullmatch(name):
@@ -221,10 +238,13 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                 )
             else:
                 value = environ.get(name)
+                if value == "" and not sep:
+                    empty.append(f"${{{name}}}")
                 if value is None or (sep and value == ""):
                     if sep:
-                        value, nested = _expand(default, environ)
+                        value, nested, nested_empty = _expand(default, environ)
                         problems.extend(nested)
+                        empty.extend(nested_empty)
                     else:
                         problems.append(
                             f"${{{name}}} is not set: set the variable, or give a default with "
@@ -242,12 +262,14 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                     f"${{{name}:-default}}"
                 )
                 value = ""
+            elif value == "":
+                empty.append(f"${name}")
             out.append(value)
             i = match.end()
         else:
             out.append("$")  # a '$' before anything else ('$5', '$ ', a trailing '$') stays
             i += 1
-    return "".join(out), problems
+    return "".join(out), problems, empty
 
 
 def expand_variables(text: str, environ: Mapping[str, str] | None = None) -> str:
@@ -258,7 +280,7 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None) -> str
 
     Raises :class:`ConfigError` naming every unset variable (without a default) and every
     malformed ``${...}``."""
-    value, problems = _expand(text, os.environ if environ is None else environ)
+    value, problems, _ = _expand(text, os.environ if environ is None else environ)
     if problems:
         raise ConfigError(
             "; ".join(problems), problems=tuple(("", problem) for problem in problems)
@@ -563,6 +585,33 @@ class _ServerReader:
             transport=first in _TRANSPORT_KEYS,
         )
 
+    def note(self, keys: tuple[str | int, ...], message: str) -> None:
+        """A warning about the value at ``keys`` of this entry."""
+        path = self.entry.path
+        for key in keys:
+            path = _key_path(path, key)
+        self.reader.warn(f"{self.entry.source}: {path}: server {self.name!r}: {message}")
+
+    def empty_variables(self, keys: tuple[str | int, ...], references: list[str]) -> bool:
+        """Apply the rule of ``keys[0]`` to variables that were set but empty; False when that
+        makes the value an error."""
+        rule = _EMPTY_RULES.get(str(keys[0]), "keep")
+        for reference in dict.fromkeys(references):
+            name = reference.strip("${}")
+            if rule == "unset":
+                self.bad(
+                    keys,
+                    f"{reference} is set but empty, which counts as unset here (an empty value "
+                    f"is never sent): set it, or give a default with ${{{name}:-default}}",
+                )
+            elif rule == "warn":
+                self.note(
+                    keys,
+                    f"{reference} is set but empty: the argument gets '' in its place (set the "
+                    f"variable, or give a default with ${{{name}:-default}})",
+                )
+        return not (references and rule == "unset")
+
     # -------------------------------------------------------------- values
 
     def string(self, key: str) -> str | None:
@@ -586,10 +635,10 @@ class _ServerReader:
             return None
         text: str = value
         if expand:
-            text, problems = _expand(text, self.reader.environ)
+            text, problems, empty = _expand(text, self.reader.environ)
             for problem in problems:
                 self.bad(keys, problem)
-            if problems:
+            if problems or not self.empty_variables(keys, empty):
                 return None
         if "\0" in text:
             self.bad(keys, "must not contain NUL characters")

@@ -53,6 +53,7 @@ from ._config import (
     redact_url,
     valid_server_name,
 )
+from ._naming import server_names_may_clash
 from ._policy import PROFILES, PermissionRule, parse_rules
 from ._redact import REDACTED
 
@@ -1123,7 +1124,9 @@ def load_agentao_config(
     2. The project file (``project_file``, default :func:`project_config_path` of
        ``working_dir``), if it exists. It may only add names: an entry whose name the user
        file also has is skipped, with a warning (a checked-in project file must not redirect a
-       known server).
+       known server), and so is an entry whose tools could be registered under the same names
+       as those of a user server or of a server in ``extra_mcp_servers`` (compared after name
+       sanitising: ``git.hub`` beside ``git_hub``), which would knock those tools out.
     3. ``extra_mcp_servers`` from the host's code (ServerConfig objects, or entries in this
        shape) override by name.
 
@@ -1143,6 +1146,10 @@ def load_agentao_config(
         entries.update(_agentao_entries(reader, user_data, str(user_path)))
     project_data = reader.read_file(project_path, required=False)
     if project_data is not _UNREAD:
+        protected = dict.fromkeys(entries, f"the user file {user_path}")
+        if isinstance(extra_mcp_servers, Mapping):
+            for name in extra_mcp_servers:
+                protected.setdefault(str(name), "the host's extra_mcp_servers")
         for name, entry in _agentao_entries(reader, project_data, str(project_path)).items():
             if name in entries:
                 reader.warn(
@@ -1151,9 +1158,29 @@ def load_agentao_config(
                     "only add servers: rename the project entry or remove the user one)"
                 )
                 continue
+            if _clashes_with_protected(reader, project_path, name, protected):
+                continue
             entries[name] = entry
     _override(reader, entries, extra_mcp_servers)
     return reader.finish(_resolve(reader, entries, "agentao"), "agentao")
+
+
+def _clashes_with_protected(
+    reader: _Reader, project_path: Path, name: str, protected: Mapping[str, str]
+) -> bool:
+    """Whether the project entry ``name`` is skipped (with a warning) because its tools could
+    be registered under the names of a user or host server's tools: the registry refuses every
+    tool of a clash, so the project entry would knock those out. A host entry of the very same
+    name is no clash: it replaces the project entry."""
+    for other, where in protected.items():
+        if other != name and server_names_may_clash(name, other):
+            reader.warn(
+                f"{project_path}: server {name!r} is skipped: its tools could be registered "
+                f"under the same names as those of the server {other!r} of {where}, and tools "
+                "whose names clash are all refused; the project entry gives way (rename it)"
+            )
+            return True
+    return False
 
 
 def _detect_shape(reader: _Reader, data: Any, source: str) -> ConfigShape | None:

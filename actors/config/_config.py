@@ -25,6 +25,7 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ._approvals import ProjectOrigin
 from ._backoff import RetryPolicy
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
@@ -270,6 +271,10 @@ class ServerConfig:
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
     enabled: bool = True
+    #: Set by the loader for an entry of a project file (``<project>/.trio-mcp/mcp.json``):
+    #: where it comes from and what it runs. Such a server does not start until that very entry
+    #: is approved (``trio-mcp project approve``, or the host's ``approve_project_server``).
+    project: ProjectOrigin | None = None
     #: Spawn or connect plus the handshake and the first tool listing.
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     #: Each call; None for no limit.

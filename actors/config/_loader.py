@@ -40,6 +40,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
+from ._approvals import APPROVALS_FILE_NAME, project_origin
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
@@ -64,6 +65,7 @@ __all__ = [
     "ConfigShape",
     "ExtraServers",
     "LoadedConfig",
+    "approvals_path",
     "expand_variables",
     "load_agentao_config",
     "load_config",
@@ -182,6 +184,12 @@ def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
         home = env.get("HOME")
         base = (Path(home) if home else Path.home()) / ".config"
     return base / USER_CONFIG_DIR / CONFIG_FILE_NAME
+
+
+def approvals_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The project approval store: ``project-approvals.json`` next to the user's ``mcp.json``
+    (:func:`user_config_path`). Never fails."""
+    return user_config_path(environ).parent / APPROVALS_FILE_NAME
 
 
 def project_config_path(working_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -1162,7 +1170,30 @@ def load_agentao_config(
                 continue
             entries[name] = entry
     _override(reader, entries, extra_mcp_servers)
-    return reader.finish(_resolve(reader, entries, "agentao"), "agentao")
+    servers = _resolve(reader, entries, "agentao")
+    approvals_file = user_path.parent / APPROVALS_FILE_NAME
+    for name, server in servers.items():
+        entry = entries[name]
+        if isinstance(entry, _Entry) and entry.source == str(project_path):
+            origin = project_origin(
+                project=_project_root(project_path),
+                file=str(project_path),
+                approvals_file=str(approvals_file),
+                entry=entry.value,
+                transport=server.transport_kind.value,
+            )
+            servers[name] = attrs.evolve(server, project=origin)
+    return reader.finish(servers, "agentao")
+
+
+def _project_root(project_file: Path) -> str:
+    """The project directory of a project file: the directory holding ``.trio-mcp``
+    (symbolic links resolved up to there, so one project is one key however it is reached),
+    else the file's own directory."""
+    folder = project_file.parent
+    if folder.name == PROJECT_CONFIG_DIR:
+        folder = folder.parent
+    return str(folder.resolve())
 
 
 def _clashes_with_protected(
@@ -1273,6 +1304,8 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             "log_level": server.log_level,
             "max_frame_bytes": server.max_frame_bytes,
         }
+        if server.project is not None:
+            view["project_file"] = server.project.file
         servers[server.name] = view
     return {
         "enabled": config.enabled,

@@ -305,7 +305,7 @@ def test_the_loader_marks_project_entries_with_their_origin(tmp_path: Path) -> N
     xdg = tmp_path / "xdg"
     work = tmp_path / "work"
     write(xdg / "trio-mcp" / "mcp.json", {"mcpServers": {"mine": {"command": "m"}}})
-    docs = {
+    docs: dict[str, Any] = {
         "command": "npx",
         "args": ["-y", "docs server", "--token", "${DOCS_TOKEN}"],
         "env": {"NODE_OPTIONS": "--max-old-space-size=99", "KEY": "${KEY}"},

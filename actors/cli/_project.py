@@ -146,8 +146,8 @@ def _server_json(server: ServerConfig, state: str) -> dict[str, Any]:
         "transport": origin.transport,
         "command_line": origin.command_line,
         "cwd": origin.cwd,
-        "env": list(origin.env_names),
-        "headers": list(origin.header_names),
+        "env": dict(origin.env),
+        "headers": dict(origin.headers),
         "trusted": origin.trusted,
         "digest": origin.digest,
     }

@@ -66,11 +66,12 @@ class ProjectOrigin:
     """Where a server entry of a project file comes from and what it would run; the loader sets
     it as :attr:`ServerConfig.project`, and such a server does not start unless approved.
 
-    ``command_line`` is what it runs, *as written in the file* (``${VAR}`` references are shown
-    unexpanded, so no secret of the user's environment is printed and a reference to one is
-    visible): for a stdio server the command and its arguments, shell-quoted; for a URL server
-    the URL. ``env_names`` and ``header_names`` are the variables and headers it sets (their
-    values are bound by the digest, never shown)."""
+    Everything is kept *as written in the file*: ``${VAR}`` references unexpanded, so no value
+    of the user's environment is ever in it, while a reference to one (a header carrying
+    ``${GITHUB_TOKEN}`` to some URL) is visible; a literal value in a checked-in file is no
+    secret of the user's. ``command_line`` is what it runs: for a stdio server the command and
+    its arguments, shell-quoted; for a URL server the URL. ``env`` and ``headers`` are the
+    ``(name, value)`` pairs it sets (``NODE_OPTIONS`` can change what a program runs)."""
 
     #: The project directory (absolute, symbolic links resolved).
     project: str
@@ -83,9 +84,17 @@ class ProjectOrigin:
     transport: str
     command_line: str = attrs.field(repr=False)
     cwd: str | None = None
-    env_names: tuple[str, ...] = ()
-    header_names: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
+    headers: tuple[tuple[str, str], ...] = attrs.field(default=(), repr=False)
     trusted: bool = False
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.env)
+
+    @property
+    def header_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.headers)
 
     def describe(self) -> list[str]:
         """What the server would do, one fact a line, for a person deciding."""
@@ -93,10 +102,8 @@ class ProjectOrigin:
         lines = [f"{verb}: {self.command_line}"]
         if self.cwd is not None:
             lines.append(f"in: {self.cwd}")
-        if self.env_names:
-            lines.append(f"with environment variables: {', '.join(self.env_names)}")
-        if self.header_names:
-            lines.append(f"with headers: {', '.join(self.header_names)}")
+        lines.extend(f"env: {name}={value}" for name, value in self.env)
+        lines.extend(f"header: {name}: {value}" for name, value in self.headers)
         if self.trusted:
             lines.append('"trust": true: its tools run without asking unless marked destructive')
         lines.append(f"from: {self.file}")
@@ -126,10 +133,16 @@ def project_origin(
         transport=transport,
         command_line=command_line,
         cwd=cwd if isinstance(cwd, str) else None,
-        env_names=tuple(entry.get("env") or ()),
-        header_names=tuple(entry.get("headers") or ()),
+        env=_pairs(entry.get("env")),
+        headers=_pairs(entry.get("headers")),
         trusted=entry.get("trust") is True or entry.get("trust_level") == "trusted",
     )
+
+
+def _pairs(section: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(section, Mapping):
+        return ()
+    return tuple((str(name), str(value)) for name, value in section.items())
 
 
 @attrs.frozen(kw_only=True)

@@ -330,13 +330,14 @@ def test_the_loader_marks_project_entries_with_their_origin(tmp_path: Path) -> N
         # As written: the user's secrets are never shown, a reference to one is.
         command_line="npx -y 'docs server' --token '${DOCS_TOKEN}'",
         cwd="/srv",
-        env_names=("NODE_OPTIONS", "KEY"),
+        env=(("NODE_OPTIONS", "--max-old-space-size=99"), ("KEY", "${KEY}")),
         trusted=True,
     )
     assert origin.describe() == [
         "runs: npx -y 'docs server' --token '${DOCS_TOKEN}'",
         "in: /srv",
-        "with environment variables: NODE_OPTIONS, KEY",
+        "env: NODE_OPTIONS=--max-old-space-size=99",
+        "env: KEY=${KEY}",
         '"trust": true: its tools run without asking unless marked destructive',
         f"from: {project_file}",
     ]
@@ -344,9 +345,13 @@ def test_the_loader_marks_project_entries_with_their_origin(tmp_path: Path) -> N
     assert web_origin is not None
     assert web_origin.describe()[:2] == [
         "connects (http) to: https://h.example/mcp?k=${KEY}",
-        "with headers: Authorization",
+        "header: Authorization: Bearer x",
     ]
     assert "tok-secret" not in repr(by_name["docs"])
+    assert "max-old-space" not in repr(by_name["docs"])  # values stay out of logs
+    # Nothing of the user's environment is in what is shown.
+    assert "tok-secret" not in "\n".join(origin.describe())
+    assert "k-secret" not in "\n".join(origin.describe() + web_origin.describe())
     assert redacted_config(loaded.config)["servers"]["docs"]["project_file"] == str(project_file)
     assert "project_file" not in redacted_config(loaded.config)["servers"]["mine"]
     # The user's token changing changes nothing; the entry changing does.

@@ -10,6 +10,7 @@ Commands (``docs/cli.md`` has the details and the ``--json`` shapes)::
     trio-mcp prompts [SERVER]                  list prompts
     trio-mcp prompt SERVER NAME --args JSON    render one prompt
     trio-mcp config check [FILE]               validate and print the merged configuration
+    trio-mcp project list|approve|revoke       approve the servers a project file adds
     trio-mcp demo                              the runtime against embedded demo servers
 
 Every command takes ``--config FILE`` (an Echo YAML/JSON file or an ``mcp.json``; without it,
@@ -86,7 +87,7 @@ class ExitCode(IntEnum):
 
     #: Everything asked for was done.
     OK = 0
-    #: The demo saw a step fail.
+    #: The demo saw a step fail, or an approval was declined at the prompt.
     FAILED = 1
     #: The command line is wrong: an unknown option, ``--args`` that is not a JSON object, a
     #: server or tool name that the configuration does not have.
@@ -196,9 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trio-mcp",
         description="trio-mcp: the MCP client runtime for trio agent hosts.",
-        epilog="Exit codes: 0 ok, 1 demo failed, 2 usage error, 3 configuration error, "
-        "4 server unavailable, 5 the call failed (tool error, JSON-RPC error, timeout), "
-        "6 the call was refused (permission rules, approval), 130 interrupted.",
+        epilog="Exit codes: 0 ok, 1 demo failed or approval declined, 2 usage error, "
+        "3 configuration error, 4 server unavailable, 5 the call failed (tool error, JSON-RPC "
+        "error, timeout), 6 the call was refused (permission rules, approval), 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
     parser.add_argument(
@@ -292,6 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", nargs="?", metavar="FILE", help="the file to check")
     check.set_defaults(handler=_cmd_config_check)
     config.set_defaults(handler=lambda _args, _out: _config_help(config))
+
+    from ._project import add_project_commands  # imported here: it imports this module
+
+    add_project_commands(commands)
 
     demo = commands.add_parser(
         "demo",

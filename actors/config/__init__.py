@@ -1,9 +1,17 @@
 """trio_mcp.actors.config: the typed configuration (both products' shapes), its loaders and
-redaction, and the policy value types (permission rules, profiles, budgets).
+redaction, the approvals of project servers, and the policy value types (permission rules,
+profiles, budgets).
 """
 
 from __future__ import annotations
 
+from ._approvals import (
+    ProjectApprovals,
+    ProjectOrigin,
+    ProjectServerApprover,
+    ProjectServerRequest,
+    StoredApproval,
+)
 from ._backoff import (
     RetryPolicy,
 )
@@ -24,6 +32,7 @@ from ._loader import (
     ConfigShape,
     ExtraServers,
     LoadedConfig,
+    approvals_path,
     expand_variables,
     load_agentao_config,
     load_config,
@@ -58,11 +67,17 @@ __all__ = [
     "NetworkPolicy",
     "PermissionRule",
     "Profile",
+    "ProjectApprovals",
+    "ProjectOrigin",
+    "ProjectServerApprover",
+    "ProjectServerRequest",
     "RetryPolicy",
     "RuntimeConfig",
     "SecurityPolicy",
     "ServerConfig",
+    "StoredApproval",
     "TransportKind",
+    "approvals_path",
     "expand_variables",
     "load_agentao_config",
     "load_config",

@@ -25,6 +25,7 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ._approvals import ProjectOrigin
 from ._backoff import RetryPolicy
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
@@ -110,7 +111,19 @@ class TransportKind(StrEnum):
 
 # --------------------------------------------------------------------------- redaction
 
-_FLAG_WITH_VALUE = re.compile(r"^(--?[A-Za-z0-9][A-Za-z0-9_.-]*)=(.*)$", re.DOTALL)
+#: ``--name=value`` (or ``-n=value``).
+_OPTION_WITH_VALUE = re.compile(r"^(--?[A-Za-z0-9][A-Za-z0-9_.-]*)=(.*)$", re.DOTALL)
+#: ``NAME=value``, as in ``docker run -e GITHUB_TOKEN=...`` or ``env TOKEN=... cmd``.
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)=(.*)$", re.DOTALL)
+#: ``Header-Name: value``, as in ``curl -H "Authorization: Bearer ..."``.
+_HEADER_LINE = re.compile(r"^([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*(.*)$", re.DOTALL)
+#: ``Bearer <credentials>`` and the other HTTP authentication schemes.
+_AUTH_SCHEME = re.compile(r"^(Bearer|Basic|Token|Digest)[ \t]+\S.*$", re.IGNORECASE | re.DOTALL)
+#: Credentials recognisable by their shape alone: GitHub, GitLab, OpenAI/Anthropic, Slack, AWS
+#: and Google keys, and JSON Web Tokens.
+_TOKEN_SHAPE = re.compile(
+    r"^(gh[pousr]_|github_pat_|glpat-|sk-|xox[abposr]-|AKIA|AIza|eyJ)[A-Za-z0-9_+/=.-]{16,}$"
+)
 
 
 def redact_url(url: str) -> str:
@@ -133,27 +146,64 @@ def redact_url(url: str) -> str:
         return f"{head}?{REDACTED}" if sep else head
 
 
+def _hidden(value: str) -> str:
+    """The value of a secret-looking option: ``***``, or ``""`` when it is empty (an empty
+    value hides nothing, and seeing that it is empty helps)."""
+    return REDACTED if value else ""
+
+
+def _redact_value(value: str) -> str:
+    """An argument that no option name says anything about, safe to print: hidden when its own
+    shape says it is a secret (``NAME=value`` or ``Header: value`` with a secret-looking name,
+    ``Bearer ...``, a well-known token format), URLs through :func:`redact_url`, anything else
+    as it is."""
+    if (match := _ASSIGNMENT.match(value)) and looks_secret(match.group(1)):
+        return f"{match.group(1)}={_hidden(match.group(2))}"
+    if (match := _HEADER_LINE.match(value)) and looks_secret(match.group(1)):
+        return f"{match.group(1)}: {_hidden(match.group(2))}"
+    if match := _AUTH_SCHEME.match(value):
+        return f"{match.group(1)} {REDACTED}"
+    if _TOKEN_SHAPE.match(value):
+        return REDACTED
+    if "://" in value:
+        return redact_url(value)
+    return value
+
+
+def _is_option(arg: str) -> bool:
+    """Whether ``arg`` reads as an option rather than as the value of the one before it:
+    ``--anything``, or a one-letter ``-x``."""
+    return arg.startswith("--") or (len(arg) == 2 and arg[0] == "-" and arg[1] != "-")
+
+
 def redact_args(args: Iterable[str]) -> list[str]:
-    """Command-line arguments safe to print: the value of a secret-looking option
-    (``--token X``, ``--api-key=X``) becomes ``***``; URLs among them go through
-    :func:`redact_url`."""
+    """Command-line arguments safe to print, one for one.
+
+    An option whose *name* looks secret keeps its name and hides its value: ``--api-key=***``,
+    or ``--api-key ***`` when the value is the next argument (unless that argument is itself an
+    option: ``--no-auth --verbose``). An option with a harmless name is left alone whatever its
+    value says (``--mode=secret``). Any other argument, and the value of a harmless option, is
+    hidden when its own shape says it is a secret (``TOKEN=...``, ``Authorization: ...``,
+    ``Bearer ...``, ``ghp_...``, ``sk-...``, a JSON Web Token...); URLs go through
+    :func:`redact_url`. A short option (``-k VALUE``) says nothing about its value, so such a
+    value is hidden only by its own shape."""
     out: list[str] = []
-    hide_next = False
+    value_of_secret = False
     for arg in args:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
+        if value_of_secret and not _is_option(arg):
+            out.append(_hidden(arg))
+            value_of_secret = False
             continue
-        match = _FLAG_WITH_VALUE.match(arg)
-        if match and looks_secret(match.group(1)):
-            out.append(f"{match.group(1)}={REDACTED}")
-        elif arg.startswith("-") and looks_secret(arg):
+        value_of_secret = False
+        if match := _OPTION_WITH_VALUE.match(arg):
+            name, value = match.groups()
+            shown = _hidden(value) if looks_secret(name) else _redact_value(value)
+            out.append(f"{name}={shown}")
+        elif arg.startswith("-") and len(arg) > 1:
             out.append(arg)
-            hide_next = True
-        elif "://" in arg:
-            out.append(redact_url(arg))
+            value_of_secret = looks_secret(arg)
         else:
-            out.append(arg)
+            out.append(_redact_value(arg))
     return out
 
 
@@ -221,6 +271,10 @@ class ServerConfig:
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
     enabled: bool = True
+    #: Set by the loader for an entry of a project file (``<project>/.trio-mcp/mcp.json``):
+    #: where it comes from and what it runs. Such a server does not start until that very entry
+    #: is approved (``trio-mcp project approve``, or the host's ``approve_project_server``).
+    project: ProjectOrigin | None = None
     #: Spawn or connect plus the handshake and the first tool listing.
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     #: Each call; None for no limit.

@@ -18,7 +18,9 @@ collected and raised at once as one :class:`ConfigError` (or :class:`McpTranspor
 when a problem concerns how a server is reached), each problem naming the file and the key path.
 ``${VAR}``, ``$VAR`` and ``${VAR:-default}`` expand in ``env`` and ``headers`` values, in
 ``args`` and in ``url``; an unset variable without a default is an error, so a literal
-``${VAR}`` never reaches a server. ``$$`` is a literal ``$``.
+``${VAR}`` never reaches a server. A variable that is set but empty counts as unset in
+``headers`` and ``url`` (no request goes out with ``Bearer ``), becomes ``""`` with a warning in
+``args``, and is passed on as it is in ``env``. ``$$`` is a literal ``$``.
 
 Loading returns a :class:`LoadedConfig`: the config plus the warnings (also logged under
 ``trio_mcp.config``). :func:`redacted_config` is the printable form, with secrets hidden.
@@ -38,6 +40,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
+from ._approvals import APPROVALS_FILE_NAME, project_origin
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
@@ -51,6 +54,7 @@ from ._config import (
     redact_url,
     valid_server_name,
 )
+from ._naming import server_names_may_clash
 from ._policy import PROFILES, PermissionRule, parse_rules
 from ._redact import REDACTED
 
@@ -61,6 +65,7 @@ __all__ = [
     "ConfigShape",
     "ExtraServers",
     "LoadedConfig",
+    "approvals_path",
     "expand_variables",
     "load_agentao_config",
     "load_config",
@@ -133,6 +138,17 @@ _SHAPE_KEYS: Final[Mapping[ConfigShape, frozenset[str]]] = {
     "agentao": _COMMON_KEYS | {"trust", "timeout"},
 }
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+#: What a variable that is set but empty means where it is expanded: ``keep`` (``env``: the
+#: child gets the empty value, as the host has it), ``unset`` (``headers``, ``url``: an error
+#: unless a default is given, so no request goes out with ``Bearer ``), ``warn`` (``args``:
+#: ``""`` in its place, with a warning).
+_EmptyRule: TypeAlias = Literal["keep", "unset", "warn"]
+_EMPTY_RULES: Final[Mapping[str, _EmptyRule]] = {
+    "env": "keep",
+    "headers": "unset",
+    "url": "unset",
+    "args": "warn",
+}
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -170,6 +186,12 @@ def user_config_path(environ: Mapping[str, str] | None = None) -> Path:
     return base / USER_CONFIG_DIR / CONFIG_FILE_NAME
 
 
+def approvals_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The project approval store: ``project-approvals.json`` next to the user's ``mcp.json``
+    (:func:`user_config_path`). Never fails."""
+    return user_config_path(environ).parent / APPROVALS_FILE_NAME
+
+
 def project_config_path(working_dir: str | os.PathLike[str] | None = None) -> Path:
     """The project's ``mcp.json``: ``<working_dir>/.trio-mcp/mcp.json`` (default: the current
     directory). Never fails."""
@@ -180,11 +202,15 @@ def project_config_path(working_dir: str | os.PathLike[str] | None = None) -> Pa
 # --------------------------------------------------------------------------- ${VAR} expansion
 
 
-def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
+def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
     """``text`` with ``$VAR``, ``${VAR}`` and ``${VAR:-default}`` expanded and ``$$`` made a
-    literal ``$``; plus one message per problem (an unset variable, bad syntax)."""
+    literal ``$``; plus one message per problem (an unset variable, bad syntax), and the
+    references (``${VAR}`` or ``$VAR``, as written) to variables that are set but empty and
+    were expanded to ``""`` without a default (where that counts as unset is the caller's
+    rule)."""
     out: list[str] = []
     problems: list[str] = []
+    empty: list[str] = []
     i, n = 0, len(text)
     while i < n:
         char = text[i]
@@ -211,7 +237,7 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                 j += 1
             if end < 0:
                 problems.append(f"'{text[i:]}' has no closing '}}' (write $$ for a literal '$')")
-                return "".join(out), problems
+                return "".join(out), problems, empty
             inner = text[i + 2 : end]
             name, sep, default = inner.partition(":-")
             if not _VAR_NAME.fullmatch(name):
@@ -221,10 +247,13 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                 )
             else:
                 value = environ.get(name)
+                if value == "" and not sep:
+                    empty.append(f"${{{name}}}")
                 if value is None or (sep and value == ""):
                     if sep:
-                        value, nested = _expand(default, environ)
+                        value, nested, nested_empty = _expand(default, environ)
                         problems.extend(nested)
+                        empty.extend(nested_empty)
                     else:
                         problems.append(
                             f"${{{name}}} is not set: set the variable, or give a default with "
@@ -242,12 +271,14 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, list[str]]:
                     f"${{{name}:-default}}"
                 )
                 value = ""
+            elif value == "":
+                empty.append(f"${name}")
             out.append(value)
             i = match.end()
         else:
             out.append("$")  # a '$' before anything else ('$5', '$ ', a trailing '$') stays
             i += 1
-    return "".join(out), problems
+    return "".join(out), problems, empty
 
 
 def expand_variables(text: str, environ: Mapping[str, str] | None = None) -> str:
@@ -258,7 +289,7 @@ def expand_variables(text: str, environ: Mapping[str, str] | None = None) -> str
 
     Raises :class:`ConfigError` naming every unset variable (without a default) and every
     malformed ``${...}``."""
-    value, problems = _expand(text, os.environ if environ is None else environ)
+    value, problems, _ = _expand(text, os.environ if environ is None else environ)
     if problems:
         raise ConfigError(
             "; ".join(problems), problems=tuple(("", problem) for problem in problems)
@@ -563,6 +594,33 @@ class _ServerReader:
             transport=first in _TRANSPORT_KEYS,
         )
 
+    def note(self, keys: tuple[str | int, ...], message: str) -> None:
+        """A warning about the value at ``keys`` of this entry."""
+        path = self.entry.path
+        for key in keys:
+            path = _key_path(path, key)
+        self.reader.warn(f"{self.entry.source}: {path}: server {self.name!r}: {message}")
+
+    def empty_variables(self, keys: tuple[str | int, ...], references: list[str]) -> bool:
+        """Apply the rule of ``keys[0]`` to variables that were set but empty; False when that
+        makes the value an error."""
+        rule = _EMPTY_RULES.get(str(keys[0]), "keep")
+        for reference in dict.fromkeys(references):
+            name = reference.strip("${}")
+            if rule == "unset":
+                self.bad(
+                    keys,
+                    f"{reference} is set but empty, which counts as unset here (an empty value "
+                    f"is never sent): set it, or give a default with ${{{name}:-default}}",
+                )
+            elif rule == "warn":
+                self.note(
+                    keys,
+                    f"{reference} is set but empty: the argument gets '' in its place (set the "
+                    f"variable, or give a default with ${{{name}:-default}})",
+                )
+        return not (references and rule == "unset")
+
     # -------------------------------------------------------------- values
 
     def string(self, key: str) -> str | None:
@@ -586,10 +644,10 @@ class _ServerReader:
             return None
         text: str = value
         if expand:
-            text, problems = _expand(text, self.reader.environ)
+            text, problems, empty = _expand(text, self.reader.environ)
             for problem in problems:
                 self.bad(keys, problem)
-            if problems:
+            if problems or not self.empty_variables(keys, empty):
                 return None
         if "\0" in text:
             self.bad(keys, "must not contain NUL characters")
@@ -1074,7 +1132,9 @@ def load_agentao_config(
     2. The project file (``project_file``, default :func:`project_config_path` of
        ``working_dir``), if it exists. It may only add names: an entry whose name the user
        file also has is skipped, with a warning (a checked-in project file must not redirect a
-       known server).
+       known server), and so is an entry whose tools could be registered under the same names
+       as those of a user server or of a server in ``extra_mcp_servers`` (compared after name
+       sanitising: ``git.hub`` beside ``git_hub``), which would knock those tools out.
     3. ``extra_mcp_servers`` from the host's code (ServerConfig objects, or entries in this
        shape) override by name.
 
@@ -1094,6 +1154,10 @@ def load_agentao_config(
         entries.update(_agentao_entries(reader, user_data, str(user_path)))
     project_data = reader.read_file(project_path, required=False)
     if project_data is not _UNREAD:
+        protected = dict.fromkeys(entries, f"the user file {user_path}")
+        if isinstance(extra_mcp_servers, Mapping):
+            for name in extra_mcp_servers:
+                protected.setdefault(str(name), "the host's extra_mcp_servers")
         for name, entry in _agentao_entries(reader, project_data, str(project_path)).items():
             if name in entries:
                 reader.warn(
@@ -1102,9 +1166,52 @@ def load_agentao_config(
                     "only add servers: rename the project entry or remove the user one)"
                 )
                 continue
+            if _clashes_with_protected(reader, project_path, name, protected):
+                continue
             entries[name] = entry
     _override(reader, entries, extra_mcp_servers)
-    return reader.finish(_resolve(reader, entries, "agentao"), "agentao")
+    servers = _resolve(reader, entries, "agentao")
+    approvals_file = user_path.parent / APPROVALS_FILE_NAME
+    for name, server in servers.items():
+        entry = entries[name]
+        if isinstance(entry, _Entry) and entry.source == str(project_path):
+            origin = project_origin(
+                project=_project_root(project_path),
+                file=str(project_path),
+                approvals_file=str(approvals_file),
+                entry=entry.value,
+                transport=server.transport_kind.value,
+            )
+            servers[name] = attrs.evolve(server, project=origin)
+    return reader.finish(servers, "agentao")
+
+
+def _project_root(project_file: Path) -> str:
+    """The project directory of a project file: the directory holding ``.trio-mcp``
+    (symbolic links resolved up to there, so one project is one key however it is reached),
+    else the file's own directory."""
+    folder = project_file.parent
+    if folder.name == PROJECT_CONFIG_DIR:
+        folder = folder.parent
+    return str(folder.resolve())
+
+
+def _clashes_with_protected(
+    reader: _Reader, project_path: Path, name: str, protected: Mapping[str, str]
+) -> bool:
+    """Whether the project entry ``name`` is skipped (with a warning) because its tools could
+    be registered under the names of a user or host server's tools: the registry refuses every
+    tool of a clash, so the project entry would knock those out. A host entry of the very same
+    name is no clash: it replaces the project entry."""
+    for other, where in protected.items():
+        if other != name and server_names_may_clash(name, other):
+            reader.warn(
+                f"{project_path}: server {name!r} is skipped: its tools could be registered "
+                f"under the same names as those of the server {other!r} of {where}, and tools "
+                "whose names clash are all refused; the project entry gives way (rename it)"
+            )
+            return True
+    return False
 
 
 def _detect_shape(reader: _Reader, data: Any, source: str) -> ConfigShape | None:
@@ -1197,6 +1304,8 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             "log_level": server.log_level,
             "max_frame_bytes": server.max_frame_bytes,
         }
+        if server.project is not None:
+            view["project_file"] = server.project.file
         servers[server.name] = view
     return {
         "enabled": config.enabled,

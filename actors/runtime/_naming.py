@@ -4,23 +4,25 @@
 64 characters, or one whose server or tool name has non-ASCII characters, becomes its first 55
 characters, ``_``, and the first 8 hex digits of ``sha256(server + "\\0" + tool)``: the same on
 every run, and different for tools that only differ in the characters that were replaced.
+
+The character rule and the lengths are :mod:`trio_mcp.actors.config._naming`'s: the loader
+needs them too, to keep a project file from adding a server whose tool names could clash with
+a user server's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from typing import Final
+
+from ..config._naming import MAX_NAME_LENGTH
+from ..config._naming import NAME_HEAD as _HEAD
+from ..config._naming import UNSAFE_NAME_CHARACTERS as _UNSAFE
 
 __all__ = [
     "MAX_NAME_LENGTH",
     "registered_name",
     "tool_name_prefix",
 ]
-
-MAX_NAME_LENGTH: Final = 64
-_HEAD: Final = 55
-_UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
 def registered_name(server: str, tool: str, *, prefix: str = "mcp") -> str:

@@ -25,6 +25,7 @@ raised as an ``ExceptionGroup``, and its cause is kept.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import math
 import random
@@ -57,6 +58,12 @@ from ...transports.http._http import open_http_transport
 from ...transports.http._http_base import HttpParameters
 from ...transports.http._sse_client import open_sse_transport
 from ...transports.stdio._stdio import StdioParameters, open_stdio_transport
+from ..config._approvals import (
+    ProjectApprovals,
+    ProjectServerApprover,
+    ProjectServerRequest,
+    approval_command,
+)
 from ..config._config import RuntimeConfig, ServerConfig, TransportKind
 from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
@@ -615,11 +622,92 @@ class Runtime:
             )
 
 
+@attrs.define(eq=False)
+class _HeldSupervisor(ServerSupervisor):
+    """The supervisor of a project server that is not approved: it goes to DISABLED at once,
+    with ``hold`` (how to approve it) as its reason and last error, and never starts it."""
+
+    hold: str = attrs.field(kw_only=True)
+
+    def _begin(self) -> None:
+        self._last_error = self.hold
+        self._set_state(ServerState.DISABLED, reason=self.hold)
+
+
+async def _project_holds(
+    config: RuntimeConfig, approve: ProjectServerApprover | None
+) -> dict[str, str]:
+    """The servers of a project file that must not start, each with the reason (which says how
+    to approve it). An entry whose very content is in the approval store starts; for any other
+    the host's ``approve`` is asked once, and a True answer is recorded in the store (so it is
+    not asked again until the entry changes)."""
+    holds: dict[str, str] = {}
+    stores: dict[str, ProjectApprovals | None] = {}
+    for server in config.servers:
+        origin = server.project
+        if origin is None or not (server.enabled and config.enabled):
+            continue
+        if config.network_policy == "deny" and server.transport_kind.is_url:
+            continue  # it is skipped anyway, and says why
+        if origin.approvals_file not in stores:
+            stores[origin.approvals_file] = await trio.to_thread.run_sync(
+                _load_approvals, origin.approvals_file
+            )
+        store = stores[origin.approvals_file]
+        if store is not None and store.is_approved(server.name, origin):
+            continue
+        stored = store.get(origin.project, server.name) if store is not None else None
+        request = ProjectServerRequest(
+            server=server.name, origin=origin, changed=stored is not None
+        )
+        if approve is not None:
+            answer = approve(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is True:
+                logger.info(
+                    "server %r of the project %s: approved by the host", server.name, origin.project
+                )
+                if store is not None:
+                    store = stores[origin.approvals_file] = store.approve(server.name, origin)
+                    await trio.to_thread.run_sync(_save_approvals, store)
+                continue
+        what = "changed since it was approved" if request.changed else "not approved"
+        verb = "would run" if origin.transport == "stdio" else "would connect to"
+        asked = "; the host did not approve it" if approve is not None else ""
+        reason = (
+            f"{what}: this server comes from the project file {origin.file} and {verb} "
+            f"{origin.command_line}{asked}; to start it, approve it with: "
+            f"{approval_command(server.name, origin.project)}"
+        )
+        logger.warning("server %r: %s", server.name, reason)
+        holds[server.name] = reason
+    return holds
+
+
+def _load_approvals(path: str) -> ProjectApprovals | None:
+    """The approval store, or None (logged) when it cannot be used: then nothing counts as
+    approved, and nothing is written to it."""
+    try:
+        return ProjectApprovals.load(path)
+    except McpError as exc:
+        logger.warning("%s; project servers stay DISABLED", exc)
+        return None
+
+
+def _save_approvals(store: ProjectApprovals) -> None:
+    try:
+        store.save()
+    except McpError as exc:
+        logger.warning("%s; the approval holds for this run only", exc)
+
+
 def _build(
     config: RuntimeConfig,
     callbacks: HostCallbacks | None,
     open_transport: TransportOpener | None,
     rng: random.Random | None,
+    holds: Mapping[str, str] | None = None,
 ) -> Runtime:
     bus = EventBus()
     registry = Registry(builtin_names=config.builtin_tool_names, events=bus)
@@ -627,15 +715,28 @@ def _build(
     opener = open_transport or functools.partial(
         open_default_transport, shutdown_grace=config.shutdown_grace
     )
+    holds = holds or {}
     supervisors = {
-        server.name: ServerSupervisor(
-            config=server,
-            runtime=config,
-            registry=registry,
-            callbacks=callbacks,
-            open_transport=opener,
-            events=bus,
-            rng=rng or random.Random(),
+        server.name: (
+            _HeldSupervisor(
+                config=server,
+                runtime=config,
+                registry=registry,
+                callbacks=callbacks,
+                open_transport=opener,
+                events=bus,
+                hold=holds[server.name],
+            )
+            if server.name in holds
+            else ServerSupervisor(
+                config=server,
+                runtime=config,
+                registry=registry,
+                callbacks=callbacks,
+                open_transport=opener,
+                events=bus,
+                rng=rng or random.Random(),
+            )
         )
         for server in config.servers
     }
@@ -649,12 +750,15 @@ async def serve_runtime(
     callbacks: HostCallbacks | None = None,
     open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
+    approve_project_server: ProjectServerApprover | None = None,
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
     config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled). A single
-    failure is raised as itself, never wrapped in an ``ExceptionGroup``."""
-    runtime = _build(config, callbacks, open_transport, rng)
+    failure is raised as itself, never wrapped in an ``ExceptionGroup``.
+    ``approve_project_server``: as for :func:`open_runtime`."""
+    holds = await _project_holds(config, approve_project_server)
+    runtime = _build(config, callbacks, open_transport, rng, holds)
     with _single_failure():
         await runtime._serve(task_status)
 
@@ -666,6 +770,7 @@ async def open_runtime(
     callbacks: HostCallbacks | None = None,
     open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
+    approve_project_server: ProjectServerApprover | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run a runtime for the duration of an ``async with`` block.
 
@@ -673,8 +778,15 @@ async def open_runtime(
     exited, so its ``finally:`` can still make calls; then every server is stopped (within
     ``shutdown_grace``). A single failure (of the block or of the runtime) comes out as itself,
     with its ``__cause__``, never wrapped in an ``ExceptionGroup``.
+
+    A server that a project file adds (``ServerConfig.project``) starts only when that very
+    entry is approved: in the approval store already, or by ``approve_project_server`` (sync or
+    async, given a :class:`ProjectServerRequest`; True approves and is remembered), which is
+    asked before the runtime starts, once per entry that is new or changed. Any other server
+    stays DISABLED, its status saying how to approve it (``trio-mcp project approve``).
     """
-    runtime = _build(config, callbacks, open_transport, rng)
+    holds = await _project_holds(config, approve_project_server)
+    runtime = _build(config, callbacks, open_transport, rng, holds)
     with _single_failure():
         async with trio.open_nursery() as nursery:
             await nursery.start(_shielded, runtime)

@@ -766,10 +766,14 @@ def test_config_discovery_layers_the_user_and_project_files(tmp_path: Path) -> N
     assert (done.returncode, done.stderr) == (0, "")
     document = json.loads(done.stdout)
     assert document["sources"] == [str(user), str(project)]
+    # The server the project adds is not approved: it stays disabled, saying how to approve it.
     assert [(s["name"], s["state"]) for s in document["servers"]] == [
         ("notes", "ready"),
-        ("weather", "ready"),
+        ("weather", "disabled"),
     ]
+    assert document["servers"][1]["last_error"].endswith(
+        f"trio-mcp project approve weather --project {work.resolve()}"
+    )
     assert document["warnings"] == [
         f"{project}: server 'notes' is also in the user file {user}; the user entry wins and the "
         "project entry is skipped (a project file may only add servers: rename the project "

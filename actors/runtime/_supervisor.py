@@ -23,9 +23,16 @@ session); once the transport is closed (no orphan process) the connection task s
 
 The registry never holds a tool of a server that is not ``READY``: the supervisor has the
 registry replace the server's tools only while it is ``READY`` (and after publishing it), and
-when it leaves ``READY`` it first has them withdrawn and waits until the registry says so
-(:class:`~trio_mcp.actors.runtime._registry.Withdrawn`) before it publishes the new state. A
-withdrawal is a tombstone for its generation, so nothing of a dead connection comes back.
+when it leaves ``READY`` it first has them withdrawn and waits until the registry says so before
+it publishes the new state. The registry's acknowledgement resolves a one-shot waiter, and a task
+of the supervisor's nursery that waits on it puts
+:class:`~trio_mcp.actors.runtime._registry.Withdrawn` in the mailbox with a blocking send: a full
+mailbox delays the word, never loses it. A withdrawal is a tombstone for its generation, so
+nothing of a dead connection comes back.
+
+A host asking for a connection attempt (:meth:`ServerSupervisor.reconnect_now`) sets a flag that
+the supervisor takes after each batch of messages; at most one :class:`ReconnectNow` (a wake-up)
+is in the mailbox at a time, so no number of asks can fill it.
 
 Stopping (:class:`Stop`, when the runtime closes): ``STOPPING``, the connection task is
 cancelled (it closes its transport, bounded), the tools are withdrawn; ``STOPPED`` once both are
@@ -81,10 +88,6 @@ logger = logging.getLogger("trio_mcp.supervisor")
 
 #: Messages waiting for a supervisor.
 MAILBOX_SIZE: Final = 64
-#: While it waits for the registry to confirm a withdrawal, a supervisor also looks at the
-#: registry's view this often (the confirmation is a message it may not get when its mailbox
-#: was full).
-_WITHDRAW_RECHECK: Final = 0.25
 
 SETTLED = frozenset(
     {
@@ -134,7 +137,8 @@ class ConnectionClosed:
 
 @attrs.frozen(kw_only=True)
 class ReconnectNow:
-    """The host asks for a connection attempt now."""
+    """Wakes the supervisor to take the host's ask for a connection attempt (the ask itself is
+    a flag: see :meth:`ServerSupervisor.reconnect_now`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -248,6 +252,10 @@ class ServerSupervisor:
     _withdraw_reason: str = attrs.field(default="", init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _finished: bool = attrs.field(default=False, init=False)
+    #: The host asked for a connection attempt that the supervisor has not taken yet. Part of
+    #: the mailbox rather than of the state: :meth:`reconnect_now` sets it (and sends at most
+    #: one :class:`ReconnectNow` to wake the supervisor), the supervisor's task clears it.
+    _reconnect_asked: bool = attrs.field(default=False, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -336,7 +344,12 @@ class ServerSupervisor:
 
     def reconnect_now(self) -> None:
         """Ask for a connection attempt now (a parked or reconnecting server stops waiting).
-        Coalesced: a request while one is pending is the same request."""
+        Coalesced: an ask while one is pending is the same ask, so asking in a loop never fills
+        the mailbox. Never lost: the supervisor takes the ask after its next batch of messages,
+        and a mailbox too full for the wake-up wakes it anyway."""
+        if self._reconnect_asked:
+            return
+        self._reconnect_asked = True
         try:
             self.inbox.send_nowait(ReconnectNow())
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -368,13 +381,18 @@ class ServerSupervisor:
                         except trio.WouldBlock:
                             break
                         self._handle(msg)
+                    if self._reconnect_asked:
+                        self._reconnect_asked = False
+                        self._reconnect()
                     continue
-                self._on_time()
+                self._start_attempt()
+            # Stopped: what is left in the nursery is a waiter whose word nobody reads now.
+            connections.cancel_scope.cancel()
 
     def _wake_at(self) -> float:
-        if self._withdrawing is not None:
-            return trio.current_time() + _WITHDRAW_RECHECK
-        if self._running is not None or self._stopping or self._next_attempt_at is None:
+        """When the next attempt is due (no attempt runs, none is waited for while the tools
+        are being withdrawn or while stopping: ``_next_attempt_at`` is None then)."""
+        if self._running is not None or self._next_attempt_at is None:
             return math.inf
         return self._next_attempt_at
 
@@ -394,20 +412,6 @@ class ServerSupervisor:
             self._set_state(ServerState.DISABLED, reason=why)
             return
         self._next_attempt_at = trio.current_time()
-
-    def _on_time(self) -> None:
-        """The wait ran out: a withdrawal to look at again, or an attempt that is due."""
-        if self._withdrawing is not None:
-            if self.registry.view.withdrawn.get(self.name, -1) >= self._withdrawing:
-                self._withdrawn(self._withdrawing)
-            return
-        if (
-            self._running is None
-            and not self._stopping
-            and self._next_attempt_at is not None
-            and trio.current_time() >= self._next_attempt_at
-        ):
-            self._start_attempt()
 
     def _handle(self, msg: SupervisorMsg) -> None:
         match msg:
@@ -431,14 +435,21 @@ class ServerSupervisor:
                 if generation == self._withdrawing:
                     self._withdrawn(generation)
             case ReconnectNow():
-                if (
-                    self._running is None
-                    and not self._stopping
-                    and self._state is not (ServerState.DISABLED)
-                ):
-                    self._next_attempt_at = trio.current_time()
+                pass  # a wake-up: the ask is taken after the batch
             case Stop():
                 self._stop()
+
+    def _reconnect(self) -> None:
+        """The host's ask: the next attempt is due now, unless one runs, the tools of the last
+        connection are being withdrawn (the backoff is decided after that), the server is
+        disabled, or the supervisor is stopping."""
+        if (
+            self._running is None
+            and self._withdrawing is None
+            and not self._stopping
+            and self._state is not ServerState.DISABLED
+        ):
+            self._next_attempt_at = trio.current_time()
 
     def _start_attempt(self) -> None:
         assert self._connections is not None
@@ -498,11 +509,16 @@ class ServerSupervisor:
         self._failed(reason)
 
     def _withdraw(self, generation: int, reason: str) -> None:
+        """Have the registry withdraw the tools up to ``generation``; :class:`Withdrawn` comes
+        back once no published view holds them."""
+        assert self._connections is not None
         self._withdrawing = generation
         self._withdraw_reason = reason
+        acknowledged = _Acknowledgement()
+        self._connections.start_soon(self._confirm_withdrawal, generation, acknowledged)
         self._to_registry(
             WithdrawServer(
-                server=self.name, generation=generation, reason=reason, reply_to=self.inbox
+                server=self.name, generation=generation, reason=reason, reply_to=acknowledged
             )
         )
 
@@ -640,6 +656,15 @@ class ServerSupervisor:
         self._changed.set()
         self._changed = trio.Event()
 
+    # ------------------------------------------------------------------ helper tasks
+
+    async def _confirm_withdrawal(self, generation: int, acknowledged: _Acknowledgement) -> None:
+        """Once the registry has acknowledged the withdrawal of ``generation``, say so in the
+        mailbox, waiting for room: the word the supervisor waits for to leave ``READY`` is
+        never dropped."""
+        await acknowledged.done.wait()
+        await self.inbox.send(Withdrawn(server=self.name, generation=generation))
+
     # ------------------------------------------------------------------ the connection task
 
     async def _connection(self, generation: int, scope: trio.CancelScope) -> None:
@@ -707,6 +732,18 @@ class ServerSupervisor:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 with trio.CancelScope(shield=True):
                     await inbox.send(ConnectionClosed(generation=generation))
+
+
+@attrs.define(eq=False)
+class _Acknowledgement:
+    """The ``reply_to`` of a supervisor's :class:`WithdrawServer`: a one-shot waiter that the
+    registry resolves, synchronously in its own task, once its published view holds none of
+    the withdrawn tools."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def send_nowait(self, value: Withdrawn, /) -> None:
+        self.done.set()
 
 
 def _as_mcp(error: BaseException) -> McpError:

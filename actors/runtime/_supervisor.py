@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, TypeAlias
@@ -76,6 +77,7 @@ __all__ = [
     "AttemptReady",
     "AttemptStarted",
     "ConnectionClosed",
+    "Delivered",
     "ReconnectNow",
     "ServerStatus",
     "ServerSupervisor",
@@ -142,6 +144,11 @@ class ReconnectNow:
 
 
 @attrs.frozen(kw_only=True)
+class Delivered:
+    """The supervisor's delivery task has handed its message to the registry's mailbox."""
+
+
+@attrs.frozen(kw_only=True)
 class Stop:
     """The runtime is closing: stop for good."""
 
@@ -154,6 +161,7 @@ SupervisorMsg: TypeAlias = (
     | Relisted
     | Withdrawn
     | ReconnectNow
+    | Delivered
     | Stop
 )
 
@@ -228,7 +236,9 @@ class ServerSupervisor:
 
     inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
-    _connections: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: The supervisor's nursery: its connection tasks and its helpers (a withdrawal's
+    #: confirmation, the delivery of a message the registry's full mailbox did not take).
+    _tasks: trio.Nursery | None = attrs.field(default=None, init=False)
 
     # The state; only the supervisor's task changes it.
     _state: ServerState = attrs.field(default=ServerState.CONNECTING, init=False)
@@ -256,6 +266,11 @@ class ServerSupervisor:
     #: the mailbox rather than of the state: :meth:`reconnect_now` sets it (and sends at most
     #: one :class:`ReconnectNow` to wake the supervisor), the supervisor's task clears it.
     _reconnect_asked: bool = attrs.field(default=False, init=False)
+    #: Messages for the registry behind the one a delivery task is handing over (its mailbox
+    #: was full), in order; None while none is being handed over. A later message supersedes a
+    #: queued ReplaceTools (it is of the same generation or a newer one), so at most one
+    #: WithdrawServer and one ReplaceTools wait here.
+    _outbox: deque[ReplaceTools | WithdrawServer] | None = attrs.field(default=None, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -367,8 +382,8 @@ class ServerSupervisor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Supervise until stopped. Only expected failures (``McpError``) of a connection are
         handled; a bug in our own code propagates and crashes the runtime loudly."""
-        async with trio.open_nursery() as connections:
-            self._connections = connections
+        async with trio.open_nursery() as tasks:
+            self._tasks = tasks
             task_status.started()
             self._begin()
             mailbox = self._mailbox
@@ -387,7 +402,7 @@ class ServerSupervisor:
                     continue
                 self._start_attempt()
             # Stopped: what is left in the nursery is a waiter whose word nobody reads now.
-            connections.cancel_scope.cancel()
+            tasks.cancel_scope.cancel()
 
     def _wake_at(self) -> float:
         """When the next attempt is due (no attempt runs, none is waited for while the tools
@@ -436,6 +451,8 @@ class ServerSupervisor:
                     self._withdrawn(generation)
             case ReconnectNow():
                 pass  # a wake-up: the ask is taken after the batch
+            case Delivered():
+                self._deliver_next()
             case Stop():
                 self._stop()
 
@@ -452,7 +469,7 @@ class ServerSupervisor:
             self._next_attempt_at = trio.current_time()
 
     def _start_attempt(self) -> None:
-        assert self._connections is not None
+        assert self._tasks is not None
         self._generation += 1
         self._next_attempt_at = None
         self._session = None
@@ -462,7 +479,7 @@ class ServerSupervisor:
         self._running_scope = scope
         state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
         self._set_state(state, reason=self._last_error)
-        self._connections.start_soon(self._connection, self._generation, scope)
+        self._tasks.start_soon(self._connection, self._generation, scope)
 
     def _ready(self, msg: AttemptReady) -> None:
         if msg.generation != self._generation or msg.generation <= self._ended or self._stopping:
@@ -511,11 +528,11 @@ class ServerSupervisor:
     def _withdraw(self, generation: int, reason: str) -> None:
         """Have the registry withdraw the tools up to ``generation``; :class:`Withdrawn` comes
         back once no published view holds them."""
-        assert self._connections is not None
+        assert self._tasks is not None
         self._withdrawing = generation
         self._withdraw_reason = reason
         acknowledged = _Acknowledgement()
-        self._connections.start_soon(self._confirm_withdrawal, generation, acknowledged)
+        self._tasks.start_soon(self._confirm_withdrawal, generation, acknowledged)
         self._to_registry(
             WithdrawServer(
                 server=self.name, generation=generation, reason=reason, reply_to=acknowledged
@@ -608,14 +625,39 @@ class ServerSupervisor:
             self._set_state(ServerState.STOPPING)
 
     def _to_registry(self, msg: ReplaceTools | WithdrawServer) -> None:
-        """Hand ``msg`` to the registry: now, or (its mailbox full) from a task of the
-        supervisor's nursery. Messages of one generation may then arrive out of order, which the
-        registry's generations and tombstones make harmless."""
+        """Hand ``msg`` to the registry, in order: now, or (its mailbox full) from one delivery
+        task at a time, the messages after it waiting in ``_outbox``."""
+        outbox = self._outbox
+        if outbox is None:
+            if not self._send_or_deliver(msg):
+                self._outbox = deque()
+            return
+        if outbox and isinstance(outbox[-1], ReplaceTools):
+            # What is queued is of this generation or an older one: the listing waiting there is
+            # superseded. A withdrawal never is; the supervisor asks for another one only after
+            # the registry has taken this one, so the queue is at most a withdrawal and a listing.
+            outbox.pop()
+        outbox.append(msg)
+
+    def _deliver_next(self) -> None:
+        """The delivery task is done: the queued messages go on, in order."""
+        outbox = self._outbox
+        assert outbox is not None
+        while outbox:
+            if not self._send_or_deliver(outbox.popleft()):
+                return  # the registry's mailbox is full again: the rest waits behind it
+        self._outbox = None
+
+    def _send_or_deliver(self, msg: ReplaceTools | WithdrawServer) -> bool:
+        """Put ``msg`` in the registry's mailbox now (True), or start the delivery task that
+        waits for room and then says :class:`Delivered` (False)."""
         try:
             self.registry.send_nowait(msg)
         except trio.WouldBlock:
-            assert self._connections is not None
-            self._connections.start_soon(self.registry.send, msg)
+            assert self._tasks is not None
+            self._tasks.start_soon(self._deliver, msg)
+            return False
+        return True
 
     def _snapshot(self) -> ServerStatus:
         info = self._info
@@ -657,6 +699,11 @@ class ServerSupervisor:
         self._changed = trio.Event()
 
     # ------------------------------------------------------------------ helper tasks
+
+    async def _deliver(self, msg: ReplaceTools | WithdrawServer) -> None:
+        """Wait for room in the registry's mailbox for ``msg``, then tell the supervisor."""
+        await self.registry.send(msg)
+        await self.inbox.send(Delivered())
 
     async def _confirm_withdrawal(self, generation: int, acknowledged: _Acknowledgement) -> None:
         """Once the registry has acknowledged the withdrawal of ``generation``, say so in the

@@ -15,15 +15,23 @@ from trio_mcp.actors.config._backoff import RetryPolicy
 from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
 from trio_mcp.actors.runtime._callbacks import HostCallbacks
 from trio_mcp.actors.runtime._events import (
+    EventBus,
     ResourceUpdated,
     ServerLogged,
     ServerState,
     ServerStateChanged,
 )
-from trio_mcp.actors.runtime._registry import ReplaceTools, ToolsChanged
-from trio_mcp.actors.runtime._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.actors.runtime._registry import MAILBOX_SIZE as REGISTRY_MAILBOX_SIZE
+from trio_mcp.actors.runtime._registry import Registry, ReplaceTools, ToolsChanged
+from trio_mcp.actors.runtime._runtime import (
+    Runtime,
+    RuntimeState,
+    open_default_transport,
+    open_runtime,
+    serve_runtime,
+)
 from trio_mcp.actors.runtime._session import Listing, Relisted
-from trio_mcp.actors.runtime._supervisor import MAILBOX_SIZE, ConnectionClosed
+from trio_mcp.actors.runtime._supervisor import MAILBOX_SIZE, ConnectionClosed, ServerSupervisor
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
@@ -376,6 +384,63 @@ async def test_an_ask_to_reconnect_is_not_lost_when_the_mailbox_is_full(
         rt.reconnect("s")
         await rt.wait_ready()
         assert fake.connect_times == [0.0, 0.5]
+
+
+async def test_a_full_registry_mailbox_gets_a_supervisors_messages_in_order_from_one_task(
+    autojump_clock: Clock,
+) -> None:
+    # The registry is stalled with a full mailbox while a server connects, re-lists its tools
+    # three times and drops. Each message the registry could not take used to get a task of
+    # its own, racing the others (a listing could land after the withdrawal, or an old one
+    # after a new one). Now one task at a time waits for room, the rest queue behind it, and a
+    # newer message (a listing, or the withdrawal) supersedes a listing still queued.
+    fake = FakeServer(name="s", tools=[FakeTool("t0")])
+    changes: list[ToolsChanged] = []
+
+    class Recorder:
+        def publish(self, event: ToolsChanged) -> None:
+            if event.server == "s":
+                changes.append(event)
+
+    registry = Registry(events=Recorder())
+    for generation in range(REGISTRY_MAILBOX_SIZE):  # nothing to register: no change
+        registry.send_nowait(ReplaceTools(server="other", generation=generation, tools=()))
+    supervisor = ServerSupervisor(
+        config=fake.server_config(),
+        runtime=config(),
+        registry=registry,
+        callbacks=HostCallbacks(),
+        open_transport=open_default_transport,
+        events=EventBus(),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        await supervisor.wait_state(lambda state: state is ServerState.READY)
+        tasks = supervisor._tasks
+        assert tasks is not None
+        most = len(tasks.child_tasks)  # the connection task and one delivery task
+        for n in range(1, 4):
+            fake.set_tools([FakeTool(f"t{n}")])
+            await fake.emit_list_changed()
+            await trio.sleep(1)  # the re-listing is debounced (0.25 s), then handled
+            most = max(most, len(tasks.child_tasks))
+        await fake.disconnect()
+        await trio.sleep(1)  # the supervisor takes the end of the connection
+        most = max(most, len(tasks.child_tasks))
+        assert supervisor.state is ServerState.READY  # until the registry says so
+        assert not supervisor.accepts_calls
+        nursery.start_soon(registry.run)
+        await supervisor.wait_state(lambda state: state is ServerState.RECONNECTING)
+        await supervisor.wait_state(lambda state: state is ServerState.READY)
+        await trio.testing.wait_all_tasks_blocked()  # the registry has taken its listing
+        nursery.cancel_scope.cancel()
+    # the connection task, one delivery task, the withdrawal's confirmation
+    assert most <= 3
+    assert [(c.added, c.removed) for c in changes] == [
+        (("mcp_s_t0",), ()),  # generation 1's first listing, which the delivery task held
+        ((), ("mcp_s_t0",)),  # its withdrawal, after it (the three re-listings superseded)
+        (("mcp_s_t3",), ()),  # generation 2
+    ]
 
 
 async def test_a_timeout_sends_notifications_cancelled(autojump_clock: Clock) -> None:

@@ -114,10 +114,11 @@ TransportOpener: TypeAlias = Callable[
 
 @attrs.frozen(kw_only=True)
 class AttemptStarted:
-    """The connection task of ``generation`` has its transport (for the status: pid, stderr)."""
+    """The connection task of ``generation`` has its transport; ``process`` is that transport
+    when it runs the server as a child process (for the status: pid, stderr), else None."""
 
     generation: int
-    transport: Transport = attrs.field(eq=False)
+    process: ProcessTransport | None = attrs.field(eq=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -247,7 +248,9 @@ class ServerSupervisor:
     _failures: int = attrs.field(default=0, init=False)
     _session: Session | None = attrs.field(default=None, init=False)
     _info: SessionInfo | None = attrs.field(default=None, init=False)
-    _transport: Transport | None = attrs.field(default=None, init=False)
+    #: The transport of the current (or last) connection when it is a child process's (the
+    #: typed check, a runtime-checkable Protocol's, is made once per connection).
+    _process: ProcessTransport | None = attrs.field(default=None, init=False)
     _ready_since: float | None = attrs.field(default=None, init=False)
     _connect_time: float | None = attrs.field(default=None, init=False)
     _next_attempt_at: float | None = attrs.field(default=None, init=False)
@@ -300,9 +303,9 @@ class ServerSupervisor:
             "tool_count": len(view.tools_of(self.name)),
             "refused_tools": view.refused_of(self.name),
         }
-        transport = self._transport
-        if isinstance(transport, ProcessTransport):
-            changes["stderr_tail"] = transport.stderr_tail()
+        process = self._process
+        if process is not None:
+            changes["stderr_tail"] = process.stderr_tail()
         return attrs.evolve(status, **changes)
 
     def ready_session(self) -> Session:
@@ -430,9 +433,9 @@ class ServerSupervisor:
 
     def _handle(self, msg: SupervisorMsg) -> None:
         match msg:
-            case AttemptStarted(generation=generation, transport=transport):
+            case AttemptStarted(generation=generation, process=process):
                 if generation == self._generation:
-                    self._transport = transport
+                    self._process = process
             case AttemptReady():
                 self._ready(msg)
             case ConnectionLost(generation=generation, error=error):
@@ -473,7 +476,7 @@ class ServerSupervisor:
         self._generation += 1
         self._next_attempt_at = None
         self._session = None
-        self._transport = None
+        self._process = None
         scope = trio.CancelScope()
         self._running = self._generation
         self._running_scope = scope
@@ -661,7 +664,7 @@ class ServerSupervisor:
 
     def _snapshot(self) -> ServerStatus:
         info = self._info
-        transport = self._transport
+        process = self._process
         return ServerStatus(
             name=self.name,
             state=self._state,
@@ -675,7 +678,7 @@ class ServerSupervisor:
             last_error=self._last_error,
             next_attempt_at=self._next_attempt_at,
             failures=self._failures,
-            pid=transport.pid if isinstance(transport, ProcessTransport) else None,
+            pid=process.pid if process is not None else None,
             capabilities=info.capabilities if info else None,
         )
 
@@ -726,7 +729,8 @@ class ServerSupervisor:
                 try:
                     mailbox = ByteChannel[PendingItem](max_bytes=self.runtime.mailbox_bytes)
                     async with self.open_transport(self.config, mailbox) as transport:
-                        await inbox.send(AttemptStarted(generation=generation, transport=transport))
+                        process = transport if isinstance(transport, ProcessTransport) else None
+                        await inbox.send(AttemptStarted(generation=generation, process=process))
                         session = Session(
                             config=self.config,
                             runtime=self.runtime,

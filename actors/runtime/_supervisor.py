@@ -501,8 +501,9 @@ class ServerSupervisor:
         self._last_error = None
         self._set_state(ServerState.READY)
         self._replace(msg.generation, msg.listing)
-        for tool in msg.listing.tools:
-            logger.debug("server %r: offers tool %s", self.name, tool.name)
+        if logger.isEnabledFor(logging.DEBUG):
+            for tool in msg.listing.tools:
+                logger.debug("server %r: offers tool %s", self.name, tool.name)
 
     def _replace(self, generation: int, listing: Listing) -> None:
         self._to_registry(

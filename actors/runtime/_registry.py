@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
-from typing import Final, Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias, TypeVar, overload
 
 import attrs
 import trio
@@ -55,6 +55,8 @@ __all__ = [
 
 #: Messages waiting for the registry task.
 MAILBOX_SIZE: Final = 256
+
+_T = TypeVar("_T")
 
 
 @attrs.frozen(kw_only=True)
@@ -175,13 +177,28 @@ class _TableSnapshot(Mapping[str, RegisteredTool]):
     It shares the registry's per-server dicts instead of copying them: the registry never changes
     a dict once a snapshot may hold it (it builds a new one for every change), so a snapshot costs
     one small tuple whatever the number of tools, and no later change alters it. No name is in two
-    parts (a name that two servers claim is registered for neither). A lookup tries each server's
-    dict in turn (the runtime's own lookups use :meth:`Registry.get`, one dict lookup); a missing
-    name raises ``KeyError``, as in a dict.
+    parts (a name that two servers claim is registered for neither). A lookup is one ``dict.get``
+    per server's dict, in turn: :meth:`get` (what the runtime's call path uses, through
+    :meth:`RegistryView.get`) returns ``default`` for a missing name, ``[]`` raises ``KeyError``,
+    as in a dict.
     """
 
     _parts: tuple[dict[str, RegisteredTool], ...]
     _size: int
+
+    @overload
+    def get(self, name: str, /) -> RegisteredTool | None: ...
+    @overload
+    def get(self, name: str, default: RegisteredTool | _T, /) -> RegisteredTool | _T: ...
+
+    def get(self, name: str, default: object = None, /) -> object:
+        """The tool registered as ``name``, else ``default``: a ``dict.get`` per part, without
+        the ``KeyError`` that ``Mapping.get`` raises and catches for a missing name."""
+        for part in self._parts:
+            entry = part.get(name)
+            if entry is not None:
+                return entry
+        return default
 
     def __getitem__(self, name: str) -> RegisteredTool:
         for part in self._parts:

@@ -764,8 +764,8 @@ class Registry:
             try:
                 reply_to.send_nowait(reply)
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                # A supervisor that cannot take it any more is stopping (or stopped); one that
-                # is full finds the withdrawal in the view when it next looks.
+                # A mailbox that is full or closed loses it; a supervisor's reply_to is a
+                # one-shot waiter, which always takes it.
                 continue
 
     def _publish(self) -> None:

@@ -33,9 +33,9 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal
 
 import attrs
 import trio
@@ -54,6 +54,7 @@ from ...transports._base import (
     open_inbox,
 )
 from ...transports._channel import ByteChannel
+from ..config._config import TransportFactory
 
 __all__ = [
     "ChaosAction",
@@ -195,11 +196,6 @@ def _rng_per_direction(seed: int) -> dict[str, random.Random]:
         "receive": random.Random(master.getrandbits(64)),
         "send": random.Random(master.getrandbits(64)),
     }
-
-
-#: ``factory(sink)``: an async context manager that opens a transport whose frames go to
-#: ``sink`` (what ``ServerConfig(transport_factory=...)`` takes).
-TransportFactory: TypeAlias = Callable[[FrameSink], AbstractAsyncContextManager[Transport]]
 
 
 @attrs.define(eq=False)

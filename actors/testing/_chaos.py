@@ -210,6 +210,10 @@ class ChaosTransport:
     caller, and :meth:`send_nowait` then declines with ``trio.WouldBlock``). A chaos disconnect
     closes the inner transport and ends the connection with a :class:`TransportClosed` that says
     so; sends raise it after that.
+
+    It is a :class:`~trio_mcp.transports.ProcessTransport` (a ``pid``, a ``stderr_tail()``)
+    exactly when the inner transport is one, so a runtime reports the pid of a stdio server
+    behind it, and none for an in-memory one.
     """
 
     inner: Transport
@@ -241,17 +245,6 @@ class ChaosTransport:
         return TransportInfo(
             kind=inner.kind, detail=f"{inner.detail} (chaos seed {self.policy.seed})"
         )
-
-    @property
-    def pid(self) -> int:
-        """The inner transport's server pid (stdio), else 0."""
-        inner = self.inner
-        return inner.pid if isinstance(inner, ProcessTransport) else 0
-
-    def stderr_tail(self) -> tuple[str, ...]:
-        """The inner transport's stderr tail (stdio), else nothing."""
-        inner = self.inner
-        return inner.stderr_tail() if isinstance(inner, ProcessTransport) else ()
 
     @property
     def disconnected(self) -> bool:
@@ -479,6 +472,23 @@ class ChaosTransport:
             raise
 
 
+@attrs.define(eq=False)
+class _ChaosProcessTransport(ChaosTransport):
+    """A :class:`ChaosTransport` over a child process's transport (stdio), and so a
+    :class:`ProcessTransport` itself: the inner transport's pid and stderr tail."""
+
+    _process: ProcessTransport = attrs.field(kw_only=True)
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self._process.pid
+
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The last lines the server wrote to stderr, oldest first."""
+        return self._process.stderr_tail()
+
+
 @asynccontextmanager
 async def open_chaos_transport(
     factory: TransportFactory, policy: ChaosPolicy, sink: FrameSink | None = None
@@ -492,7 +502,11 @@ async def open_chaos_transport(
         own = open_inbox()
         sink = own
     async with factory(upstream) as inner, trio.open_nursery() as nursery:
-        chaos = ChaosTransport(inner, policy, sink, upstream, own)
+        chaos = (
+            _ChaosProcessTransport(inner, policy, sink, upstream, own, process=inner)
+            if isinstance(inner, ProcessTransport)
+            else ChaosTransport(inner, policy, sink, upstream, own)
+        )
         chaos._tasks = nursery
         nursery.start_soon(chaos._pump)
         try:

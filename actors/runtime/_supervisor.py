@@ -224,7 +224,7 @@ def _leaves(group: BaseExceptionGroup[Any]) -> Iterator[BaseException]:
 @attrs.define(eq=False)
 class ServerSupervisor:
     """Keeps one server connected, for the life of the runtime. Other tasks send it messages
-    (:meth:`reconnect_now`, :meth:`stop`) and read what it published (:attr:`status`,
+    (:meth:`reconnect_now`, :meth:`stop`) and read what it published (:meth:`status`,
     :meth:`ready_session`, :meth:`wait_state`)."""
 
     config: ServerConfig
@@ -260,7 +260,7 @@ class ServerSupervisor:
     _running_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     #: The newest generation whose end was handled (a second word of it is ignored).
     _ended: int = attrs.field(default=0, init=False)
-    #: The generation being withdrawn, the reason, and what comes after it.
+    #: The generation being withdrawn (one at a time), and the reason.
     _withdrawing: int | None = attrs.field(default=None, init=False)
     _withdraw_reason: str = attrs.field(default="", init=False)
     _stopping: bool = attrs.field(default=False, init=False)
@@ -450,8 +450,9 @@ class ServerSupervisor:
                 ):
                     self._replace(generation, listing)
             case Withdrawn(generation=generation):
-                if generation == self._withdrawing:
-                    self._withdrawn(generation)
+                # One withdrawal at a time, confirmed once: the word is always the awaited one.
+                assert generation == self._withdrawing, (generation, self._withdrawing)
+                self._withdrawn(generation)
             case ReconnectNow():
                 pass  # a wake-up: the ask is taken after the batch
             case Delivered():
@@ -475,7 +476,6 @@ class ServerSupervisor:
         assert self._tasks is not None
         self._generation += 1
         self._next_attempt_at = None
-        self._session = None
         self._process = None
         scope = trio.CancelScope()
         self._running = self._generation

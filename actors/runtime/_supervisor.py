@@ -408,8 +408,9 @@ class ServerSupervisor:
             tasks.cancel_scope.cancel()
 
     def _wake_at(self) -> float:
-        """When the next attempt is due (no attempt runs, none is waited for while the tools
-        are being withdrawn or while stopping: ``_next_attempt_at`` is None then)."""
+        """When the next attempt is due: never while one runs, and ``_next_attempt_at`` is None
+        while the tools are being withdrawn (the backoff is decided after that) and once
+        stopping."""
         if self._running is not None or self._next_attempt_at is None:
             return math.inf
         return self._next_attempt_at

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
-from typing import Final, Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias, TypeVar, overload
 
 import attrs
 import trio
@@ -65,6 +65,7 @@ __all__ = [
 MAILBOX_SIZE: Final = 256
 
 logger = logging.getLogger("trio_mcp.registry")
+_T = TypeVar("_T")
 
 
 @attrs.frozen(kw_only=True)
@@ -185,13 +186,28 @@ class _TableSnapshot(Mapping[str, RegisteredTool]):
     It shares the registry's per-server dicts instead of copying them: the registry never changes
     a dict once a snapshot may hold it (it builds a new one for every change), so a snapshot costs
     one small tuple whatever the number of tools, and no later change alters it. No name is in two
-    parts (a name that two servers claim is registered for neither). A lookup tries each server's
-    dict in turn (the runtime's own lookups use :meth:`Registry.get`, one dict lookup); a missing
-    name raises ``KeyError``, as in a dict.
+    parts (a name that two servers claim is registered for neither). A lookup is one ``dict.get``
+    per server's dict, in turn: :meth:`get` (what the runtime's call path uses, through
+    :meth:`RegistryView.get`) returns ``default`` for a missing name, ``[]`` raises ``KeyError``,
+    as in a dict.
     """
 
     _parts: tuple[dict[str, RegisteredTool], ...]
     _size: int
+
+    @overload
+    def get(self, name: str, /) -> RegisteredTool | None: ...
+    @overload
+    def get(self, name: str, default: RegisteredTool | _T, /) -> RegisteredTool | _T: ...
+
+    def get(self, name: str, default: object = None, /) -> object:
+        """The tool registered as ``name``, else ``default``: a ``dict.get`` per part, without
+        the ``KeyError`` that ``Mapping.get`` raises and catches for a missing name."""
+        for part in self._parts:
+            entry = part.get(name)
+            if entry is not None:
+                return entry
+        return default
 
     def __getitem__(self, name: str) -> RegisteredTool:
         for part in self._parts:
@@ -759,8 +775,8 @@ class Registry:
             try:
                 reply_to.send_nowait(reply)
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                # A supervisor that cannot take it any more is stopping (or stopped); one that
-                # is full finds the withdrawal in the view when it next looks.
+                # A mailbox that is full or closed loses it; a supervisor's reply_to is a
+                # one-shot waiter, which always takes it.
                 continue
 
     def _publish(self, listed: set[str]) -> None:

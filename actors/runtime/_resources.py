@@ -12,7 +12,8 @@ built on these operations.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, TypeAlias
+from operator import attrgetter
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -20,6 +21,7 @@ from ...protocol._errors import (
     CallTimeout,
     InvalidParams,
     McpCatalogError,
+    McpError,
     RemoteProtocolError,
     ResourceNotFound,
     RpcError,
@@ -61,6 +63,7 @@ __all__ = [
 ]
 
 Capability: TypeAlias = Literal["resources", "prompts"]
+_R = TypeVar("_R")
 
 
 @attrs.frozen(kw_only=True)
@@ -123,28 +126,14 @@ class PromptRead:
 @attrs.frozen(kw_only=True)
 class Listing:
     """One kind of listing: its method, its result key, what it lists (for messages), its
-    capability, and how to take the entries out of its decoded result."""
+    capability, the type of its decoded result, and how to take the entries out of that."""
 
     method: str
     key: str
     what: str
     capability: Capability
+    result_type: type[Any]
     entries: Callable[[Any], tuple[Any, ...]]
-
-
-def _resources_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListResourcesResult)
-    return result.resources
-
-
-def _templates_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListResourceTemplatesResult)
-    return result.resource_templates
-
-
-def _prompts_of(result: Any) -> tuple[Any, ...]:
-    assert isinstance(result, ListPromptsResult)
-    return result.prompts
 
 
 RESOURCES: Final = Listing(
@@ -152,37 +141,55 @@ RESOURCES: Final = Listing(
     key="resources",
     what="resources",
     capability="resources",
-    entries=_resources_of,
+    result_type=ListResourcesResult,
+    entries=attrgetter("resources"),
 )
 TEMPLATES: Final = Listing(
     method="resources/templates/list",
     key="resourceTemplates",
     what="resource templates",
     capability="resources",
-    entries=_templates_of,
+    result_type=ListResourceTemplatesResult,
+    entries=attrgetter("resource_templates"),
 )
 PROMPTS: Final = Listing(
     method="prompts/list",
     key="prompts",
     what="prompts",
     capability="prompts",
-    entries=_prompts_of,
+    result_type=ListPromptsResult,
+    entries=attrgetter("prompts"),
 )
-_RESULT_TYPES: Final[Mapping[str, type]] = {
-    "resources/list": ListResourcesResult,
-    "resources/templates/list": ListResourceTemplatesResult,
-    "prompts/list": ListPromptsResult,
-    "resources/read": ReadResourceResult,
-    "prompts/get": GetPromptResult,
-}
+
+#: How a failed request is reported, the first class that matches deciding: its kind, and its
+#: message (``{server}``, ``{method}``, ``{error}``; ``{detail}`` is the error's first argument).
+_FAILURES: Final[tuple[tuple[type[McpError], str, str], ...]] = (
+    (ResourceNotFound, "not_found", "the MCP server {server!r} has no such resource: {detail}"),
+    (InvalidParams, "invalid", "the MCP server {server!r} refused the request: {error}"),
+    (RpcError, "server_error", "the MCP server {server!r} answered with an error: {error}"),
+    (CallTimeout, "server_error", "{error}"),
+    (TransportError, "unavailable", "the MCP server {server!r} is not reachable: {error}"),
+    (
+        RemoteProtocolError,
+        "server_error",
+        "the MCP server {server!r} sent an invalid answer to {method}: {error}",
+    ),
+)
+_FAILING: Final = tuple(cls for cls, _, _ in _FAILURES)
 
 
-def _message(exc: BaseException) -> str:
-    return str(exc.args[0]) if exc.args else str(exc)
+def _failure(server: str, method: str, error: McpError) -> McpCatalogError:
+    """The :class:`McpCatalogError` that says how ``method`` failed (one of :data:`_FAILING`)."""
+    kind, template = next((k, t) for cls, k, t in _FAILURES if isinstance(error, cls))
+    detail = str(error.args[0]) if error.args else str(error)
+    message = template.format(server=server, method=method, error=error, detail=detail)
+    return McpCatalogError(message, kind=kind, server=server, method=method)
 
 
 @attrs.frozen(kw_only=True)
 class Page:
+    """One page of a :class:`Listing`, whatever it lists (``entries``)."""
+
     server: str
     entries: tuple[Any, ...]
     next_cursor: str | None
@@ -275,94 +282,33 @@ class Resources:
             )
         return supervisor, session
 
-    async def _request(
+    async def _ask(
         self,
-        supervisor: ServerSupervisor,
-        session: Session,
+        server: str | None,
+        capability: Capability,
         method: str,
         params: Mapping[str, Any] | None,
-    ) -> Any:
-        """Send ``method`` and decode its answer. Raises :class:`McpCatalogError` for every
-        failure."""
-        server = supervisor.name
+        result_type: type[_R],
+    ) -> tuple[str, _R]:
+        """Send ``method`` to the server that answers it (see :meth:`_resolve`) and decode its
+        answer, a ``result_type``; returns the server's name with it. Raises
+        :class:`McpCatalogError` for every failure."""
+        supervisor, session = self._resolve(server, capability, method)
+        name = supervisor.name
         try:
             raw = await session.request(method, params, timeout=supervisor.config.timeout)
-        except ResourceNotFound as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} has no such resource: {_message(exc)}",
-                kind="not_found",
-                server=server,
-                method=method,
-            ) from exc
-        except InvalidParams as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} refused the request: {exc}",
-                kind="invalid",
-                server=server,
-                method=method,
-            ) from exc
-        except RpcError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} answered with an error: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        except CallTimeout as exc:
-            raise McpCatalogError(
-                str(exc), kind="server_error", server=server, method=method
-            ) from exc
-        except TransportError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} is not reachable: {exc}",
-                kind="unavailable",
-                server=server,
-                method=method,
-            ) from exc
-        except RemoteProtocolError as exc:
-            raise McpCatalogError(
-                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        try:
             result = decode_result(method, raw)
-        except RemoteProtocolError as exc:
+        except _FAILING as exc:
+            raise _failure(name, method, exc) from exc
+        if not isinstance(result, result_type):
             raise McpCatalogError(
-                f"the MCP server {server!r} sent an invalid answer to {method}: {exc}",
-                kind="server_error",
-                server=server,
-                method=method,
-            ) from exc
-        expected = _RESULT_TYPES[method]
-        if not isinstance(result, expected):
-            raise McpCatalogError(
-                f"the MCP server {server!r} answered {method} with a {type(result).__name__}, "
+                f"the MCP server {name!r} answered {method} with a {type(result).__name__}, "
                 "which this client cannot use here",
                 kind="server_error",
-                server=server,
+                server=name,
                 method=method,
             )
-        return result
-
-    async def _page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
-        supervisor, session = self._resolve(server, listing.capability, listing.method)
-        params = None if cursor is None else {"cursor": cursor}
-        result = await self._request(supervisor, session, listing.method, params)
-        if result.next_cursor is not None and cursor_too_long(result.next_cursor):
-            raise McpCatalogError(
-                f"the MCP server {supervisor.name!r} answered {listing.method} with a nextCursor "
-                f"of more than {MAX_CURSOR_BYTES:,} bytes, which this client does not follow",
-                kind="server_error",
-                server=supervisor.name,
-                method=listing.method,
-            )
-        return Page(
-            server=supervisor.name,
-            entries=listing.entries(result),
-            next_cursor=result.next_cursor,
-        )
+        return name, result
 
     # ------------------------------------------------------------------ for the host
 
@@ -380,8 +326,7 @@ class Resources:
         """One page of ``server``'s resources (``cursor``: the ``next_cursor`` of the page
         before). ``server`` may be None when exactly one connected server offers resources.
         Raises :class:`McpCatalogError`."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(RESOURCES, server, cursor)
+        page = await self.list_page(RESOURCES, server, cursor)
         return ResourcePage(
             server=page.server, resources=page.entries, next_cursor=page.next_cursor
         )
@@ -390,8 +335,7 @@ class Resources:
         self, server: str | None = None, cursor: str | None = None
     ) -> ResourceTemplatePage:
         """One page of ``server``'s resource templates; like :meth:`list_resources`."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(TEMPLATES, server, cursor)
+        page = await self.list_page(TEMPLATES, server, cursor)
         return ResourceTemplatePage(
             server=page.server, resource_templates=page.entries, next_cursor=page.next_cursor
         )
@@ -401,20 +345,25 @@ class Resources:
     ) -> PromptPage:
         """One page of ``server``'s prompts; like :meth:`list_resources` (``resources: false``
         does not hide prompts)."""
-        self._cursor_needs_server(server, cursor)
-        page = await self._page(PROMPTS, server, cursor)
+        page = await self.list_page(PROMPTS, server, cursor)
         return PromptPage(server=page.server, prompts=page.entries, next_cursor=page.next_cursor)
 
     async def list_page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
         """One page of ``listing`` (resources, templates or prompts) of ``server``."""
         self._cursor_needs_server(server, cursor)
-        return await self._page(listing, server, cursor)
-
-    async def _read(self, server: str | None, uri: str) -> tuple[str, ReadResourceResult]:
-        supervisor, session = self._resolve(server, "resources", "resources/read")
-        result = await self._request(supervisor, session, "resources/read", {"uri": uri})
-        assert isinstance(result, ReadResourceResult)
-        return supervisor.name, result
+        params = None if cursor is None else {"cursor": cursor}
+        name, result = await self._ask(
+            server, listing.capability, listing.method, params, listing.result_type
+        )
+        if result.next_cursor is not None and cursor_too_long(result.next_cursor):
+            raise McpCatalogError(
+                f"the MCP server {name!r} answered {listing.method} with a nextCursor of more "
+                f"than {MAX_CURSOR_BYTES:,} bytes, which this client does not follow",
+                kind="server_error",
+                server=name,
+                method=listing.method,
+            )
+        return Page(server=name, entries=listing.entries(result), next_cursor=result.next_cursor)
 
     async def read_resource(
         self, server: str | None, uri: str, *, limit_blobs: bool = True
@@ -423,7 +372,9 @@ class Resources:
         ``too_large`` when a blob is bigger than ``max_blob_bytes`` (judged from its base64
         length; it is never decoded) unless ``limit_blobs`` is False, and the kinds of the other
         operations."""
-        name, result = await self._read(server, uri)
+        name, result = await self._ask(
+            server, "resources", "resources/read", {"uri": uri}, ReadResourceResult
+        )
         limit = self.config.max_blob_bytes
         for part in result.contents if limit_blobs else ():
             if isinstance(part, BlobResourceContents):
@@ -439,17 +390,6 @@ class Resources:
                     )
         return ResourceRead(server=name, uri=uri, contents=result.contents)
 
-    async def _get(
-        self, server: str | None, name: str, arguments: Mapping[str, str] | None
-    ) -> tuple[str, GetPromptResult]:
-        supervisor, session = self._resolve(server, "prompts", "prompts/get")
-        params: dict[str, Any] = {"name": name}
-        if arguments:
-            params["arguments"] = dict(arguments)
-        result = await self._request(supervisor, session, "prompts/get", params)
-        assert isinstance(result, GetPromptResult)
-        return supervisor.name, result
-
     async def get_prompt(
         self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
     ) -> PromptRead:
@@ -464,7 +404,10 @@ class Resources:
                     server=server,
                     method="prompts/get",
                 )
-        served, result = await self._get(server, name, arguments)
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        served, result = await self._ask(server, "prompts", "prompts/get", params, GetPromptResult)
         return PromptRead(
             server=served, name=name, messages=result.messages, description=result.description
         )

@@ -23,9 +23,16 @@ session); once the transport is closed (no orphan process) the connection task s
 
 The registry never holds a tool of a server that is not ``READY``: the supervisor has the
 registry replace the server's tools only while it is ``READY`` (and after publishing it), and
-when it leaves ``READY`` it first has them withdrawn and waits until the registry says so
-(:class:`~trio_mcp.actors.runtime._registry.Withdrawn`) before it publishes the new state. A
-withdrawal is a tombstone for its generation, so nothing of a dead connection comes back.
+when it leaves ``READY`` it first has them withdrawn and waits until the registry says so before
+it publishes the new state. The registry's acknowledgement resolves a one-shot waiter, and a task
+of the supervisor's nursery that waits on it puts
+:class:`~trio_mcp.actors.runtime._registry.Withdrawn` in the mailbox with a blocking send: a full
+mailbox delays the word, never loses it. A withdrawal is a tombstone for its generation, so
+nothing of a dead connection comes back.
+
+A host asking for a connection attempt (:meth:`ServerSupervisor.reconnect_now`) sets a flag that
+the supervisor takes after each batch of messages; at most one :class:`ReconnectNow` (a wake-up)
+is in the mailbox at a time, so no number of asks can fill it.
 
 Stopping (:class:`Stop`, when the runtime closes): ``STOPPING``, the connection task is
 cancelled (it closes its transport, bounded), the tools are withdrawn; ``STOPPED`` once both are
@@ -37,6 +44,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, TypeAlias
@@ -69,6 +77,7 @@ __all__ = [
     "AttemptReady",
     "AttemptStarted",
     "ConnectionClosed",
+    "Delivered",
     "ReconnectNow",
     "ServerStatus",
     "ServerSupervisor",
@@ -81,10 +90,6 @@ logger = logging.getLogger("trio_mcp.supervisor")
 
 #: Messages waiting for a supervisor.
 MAILBOX_SIZE: Final = 64
-#: While it waits for the registry to confirm a withdrawal, a supervisor also looks at the
-#: registry's view this often (the confirmation is a message it may not get when its mailbox
-#: was full).
-_WITHDRAW_RECHECK: Final = 0.25
 
 SETTLED = frozenset(
     {
@@ -109,10 +114,11 @@ TransportOpener: TypeAlias = Callable[
 
 @attrs.frozen(kw_only=True)
 class AttemptStarted:
-    """The connection task of ``generation`` has its transport (for the status: pid, stderr)."""
+    """The connection task of ``generation`` has its transport; ``process`` is that transport
+    when it runs the server as a child process (for the status: pid, stderr), else None."""
 
     generation: int
-    transport: Transport = attrs.field(eq=False)
+    process: ProcessTransport | None = attrs.field(eq=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -134,7 +140,13 @@ class ConnectionClosed:
 
 @attrs.frozen(kw_only=True)
 class ReconnectNow:
-    """The host asks for a connection attempt now."""
+    """Wakes the supervisor to take the host's ask for a connection attempt (the ask itself is
+    a flag: see :meth:`ServerSupervisor.reconnect_now`)."""
+
+
+@attrs.frozen(kw_only=True)
+class Delivered:
+    """The supervisor's delivery task has handed its message to the registry's mailbox."""
 
 
 @attrs.frozen(kw_only=True)
@@ -150,6 +162,7 @@ SupervisorMsg: TypeAlias = (
     | Relisted
     | Withdrawn
     | ReconnectNow
+    | Delivered
     | Stop
 )
 
@@ -211,7 +224,7 @@ def _leaves(group: BaseExceptionGroup[Any]) -> Iterator[BaseException]:
 @attrs.define(eq=False)
 class ServerSupervisor:
     """Keeps one server connected, for the life of the runtime. Other tasks send it messages
-    (:meth:`reconnect_now`, :meth:`stop`) and read what it published (:attr:`status`,
+    (:meth:`reconnect_now`, :meth:`stop`) and read what it published (:meth:`status`,
     :meth:`ready_session`, :meth:`wait_state`)."""
 
     config: ServerConfig
@@ -224,7 +237,9 @@ class ServerSupervisor:
 
     inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
-    _connections: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: The supervisor's nursery: its connection tasks and its helpers (a withdrawal's
+    #: confirmation, the delivery of a message the registry's full mailbox did not take).
+    _tasks: trio.Nursery | None = attrs.field(default=None, init=False)
 
     # The state; only the supervisor's task changes it.
     _state: ServerState = attrs.field(default=ServerState.CONNECTING, init=False)
@@ -233,7 +248,9 @@ class ServerSupervisor:
     _failures: int = attrs.field(default=0, init=False)
     _session: Session | None = attrs.field(default=None, init=False)
     _info: SessionInfo | None = attrs.field(default=None, init=False)
-    _transport: Transport | None = attrs.field(default=None, init=False)
+    #: The transport of the current (or last) connection when it is a child process's (the
+    #: typed check, a runtime-checkable Protocol's, is made once per connection).
+    _process: ProcessTransport | None = attrs.field(default=None, init=False)
     _ready_since: float | None = attrs.field(default=None, init=False)
     _connect_time: float | None = attrs.field(default=None, init=False)
     _next_attempt_at: float | None = attrs.field(default=None, init=False)
@@ -243,11 +260,20 @@ class ServerSupervisor:
     _running_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     #: The newest generation whose end was handled (a second word of it is ignored).
     _ended: int = attrs.field(default=0, init=False)
-    #: The generation being withdrawn, the reason, and what comes after it.
+    #: The generation being withdrawn (one at a time), and the reason.
     _withdrawing: int | None = attrs.field(default=None, init=False)
     _withdraw_reason: str = attrs.field(default="", init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _finished: bool = attrs.field(default=False, init=False)
+    #: The host asked for a connection attempt that the supervisor has not taken yet. Part of
+    #: the mailbox rather than of the state: :meth:`reconnect_now` sets it (and sends at most
+    #: one :class:`ReconnectNow` to wake the supervisor), the supervisor's task clears it.
+    _reconnect_asked: bool = attrs.field(default=False, init=False)
+    #: Messages for the registry behind the one a delivery task is handing over (its mailbox
+    #: was full), in order; None while none is being handed over. A later message supersedes a
+    #: queued ReplaceTools (it is of the same generation or a newer one), so at most one
+    #: WithdrawServer and one ReplaceTools wait here.
+    _outbox: deque[ReplaceTools | WithdrawServer] | None = attrs.field(default=None, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -277,9 +303,9 @@ class ServerSupervisor:
             "tool_count": len(view.tools_of(self.name)),
             "refused_tools": view.refused_of(self.name),
         }
-        transport = self._transport
-        if isinstance(transport, ProcessTransport):
-            changes["stderr_tail"] = transport.stderr_tail()
+        process = self._process
+        if process is not None:
+            changes["stderr_tail"] = process.stderr_tail()
         return attrs.evolve(status, **changes)
 
     def ready_session(self) -> Session:
@@ -336,7 +362,12 @@ class ServerSupervisor:
 
     def reconnect_now(self) -> None:
         """Ask for a connection attempt now (a parked or reconnecting server stops waiting).
-        Coalesced: a request while one is pending is the same request."""
+        Coalesced: an ask while one is pending is the same ask, so asking in a loop never fills
+        the mailbox. Never lost: the supervisor takes the ask after its next batch of messages,
+        and a mailbox too full for the wake-up wakes it anyway."""
+        if self._reconnect_asked:
+            return
+        self._reconnect_asked = True
         try:
             self.inbox.send_nowait(ReconnectNow())
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -354,8 +385,8 @@ class ServerSupervisor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Supervise until stopped. Only expected failures (``McpError``) of a connection are
         handled; a bug in our own code propagates and crashes the runtime loudly."""
-        async with trio.open_nursery() as connections:
-            self._connections = connections
+        async with trio.open_nursery() as tasks:
+            self._tasks = tasks
             task_status.started()
             self._begin()
             mailbox = self._mailbox
@@ -368,13 +399,19 @@ class ServerSupervisor:
                         except trio.WouldBlock:
                             break
                         self._handle(msg)
+                    if self._reconnect_asked:
+                        self._reconnect_asked = False
+                        self._reconnect()
                     continue
-                self._on_time()
+                self._start_attempt()
+            # Stopped: what is left in the nursery is a waiter whose word nobody reads now.
+            tasks.cancel_scope.cancel()
 
     def _wake_at(self) -> float:
-        if self._withdrawing is not None:
-            return trio.current_time() + _WITHDRAW_RECHECK
-        if self._running is not None or self._stopping or self._next_attempt_at is None:
+        """When the next attempt is due: never while one runs, and ``_next_attempt_at`` is None
+        while the tools are being withdrawn (the backoff is decided after that) and once
+        stopping."""
+        if self._running is not None or self._next_attempt_at is None:
             return math.inf
         return self._next_attempt_at
 
@@ -395,25 +432,11 @@ class ServerSupervisor:
             return
         self._next_attempt_at = trio.current_time()
 
-    def _on_time(self) -> None:
-        """The wait ran out: a withdrawal to look at again, or an attempt that is due."""
-        if self._withdrawing is not None:
-            if self.registry.view.withdrawn.get(self.name, -1) >= self._withdrawing:
-                self._withdrawn(self._withdrawing)
-            return
-        if (
-            self._running is None
-            and not self._stopping
-            and self._next_attempt_at is not None
-            and trio.current_time() >= self._next_attempt_at
-        ):
-            self._start_attempt()
-
     def _handle(self, msg: SupervisorMsg) -> None:
         match msg:
-            case AttemptStarted(generation=generation, transport=transport):
+            case AttemptStarted(generation=generation, process=process):
                 if generation == self._generation:
-                    self._transport = transport
+                    self._process = process
             case AttemptReady():
                 self._ready(msg)
             case ConnectionLost(generation=generation, error=error):
@@ -428,30 +451,39 @@ class ServerSupervisor:
                 ):
                     self._replace(generation, listing)
             case Withdrawn(generation=generation):
-                if generation == self._withdrawing:
-                    self._withdrawn(generation)
+                # One withdrawal at a time, confirmed once: the word is always the awaited one.
+                assert generation == self._withdrawing, (generation, self._withdrawing)
+                self._withdrawn(generation)
             case ReconnectNow():
-                if (
-                    self._running is None
-                    and not self._stopping
-                    and self._state is not (ServerState.DISABLED)
-                ):
-                    self._next_attempt_at = trio.current_time()
+                pass  # a wake-up: the ask is taken after the batch
+            case Delivered():
+                self._deliver_next()
             case Stop():
                 self._stop()
 
+    def _reconnect(self) -> None:
+        """The host's ask: the next attempt is due now, unless one runs, the tools of the last
+        connection are being withdrawn (the backoff is decided after that), the server is
+        disabled, or the supervisor is stopping."""
+        if (
+            self._running is None
+            and self._withdrawing is None
+            and not self._stopping
+            and self._state is not ServerState.DISABLED
+        ):
+            self._next_attempt_at = trio.current_time()
+
     def _start_attempt(self) -> None:
-        assert self._connections is not None
+        assert self._tasks is not None
         self._generation += 1
         self._next_attempt_at = None
-        self._session = None
-        self._transport = None
+        self._process = None
         scope = trio.CancelScope()
         self._running = self._generation
         self._running_scope = scope
         state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
         self._set_state(state, reason=self._last_error)
-        self._connections.start_soon(self._connection, self._generation, scope)
+        self._tasks.start_soon(self._connection, self._generation, scope)
 
     def _ready(self, msg: AttemptReady) -> None:
         if msg.generation != self._generation or msg.generation <= self._ended or self._stopping:
@@ -470,8 +502,9 @@ class ServerSupervisor:
         self._last_error = None
         self._set_state(ServerState.READY)
         self._replace(msg.generation, msg.listing)
-        for tool in msg.listing.tools:
-            logger.debug("server %r: offers tool %s", self.name, tool.name)
+        if logger.isEnabledFor(logging.DEBUG):
+            for tool in msg.listing.tools:
+                logger.debug("server %r: offers tool %s", self.name, tool.name)
 
     def _replace(self, generation: int, listing: Listing) -> None:
         self._to_registry(
@@ -498,11 +531,16 @@ class ServerSupervisor:
         self._failed(reason)
 
     def _withdraw(self, generation: int, reason: str) -> None:
+        """Have the registry withdraw the tools up to ``generation``; :class:`Withdrawn` comes
+        back once no published view holds them."""
+        assert self._tasks is not None
         self._withdrawing = generation
         self._withdraw_reason = reason
+        acknowledged = _Acknowledgement()
+        self._tasks.start_soon(self._confirm_withdrawal, generation, acknowledged)
         self._to_registry(
             WithdrawServer(
-                server=self.name, generation=generation, reason=reason, reply_to=self.inbox
+                server=self.name, generation=generation, reason=reason, reply_to=acknowledged
             )
         )
 
@@ -592,18 +630,43 @@ class ServerSupervisor:
             self._set_state(ServerState.STOPPING)
 
     def _to_registry(self, msg: ReplaceTools | WithdrawServer) -> None:
-        """Hand ``msg`` to the registry: now, or (its mailbox full) from a task of the
-        supervisor's nursery. Messages of one generation may then arrive out of order, which the
-        registry's generations and tombstones make harmless."""
+        """Hand ``msg`` to the registry, in order: now, or (its mailbox full) from one delivery
+        task at a time, the messages after it waiting in ``_outbox``."""
+        outbox = self._outbox
+        if outbox is None:
+            if not self._send_or_deliver(msg):
+                self._outbox = deque()
+            return
+        if outbox and isinstance(outbox[-1], ReplaceTools):
+            # What is queued is of this generation or an older one: the listing waiting there is
+            # superseded. A withdrawal never is; the supervisor asks for another one only after
+            # the registry has taken this one, so the queue is at most a withdrawal and a listing.
+            outbox.pop()
+        outbox.append(msg)
+
+    def _deliver_next(self) -> None:
+        """The delivery task is done: the queued messages go on, in order."""
+        outbox = self._outbox
+        assert outbox is not None
+        while outbox:
+            if not self._send_or_deliver(outbox.popleft()):
+                return  # the registry's mailbox is full again: the rest waits behind it
+        self._outbox = None
+
+    def _send_or_deliver(self, msg: ReplaceTools | WithdrawServer) -> bool:
+        """Put ``msg`` in the registry's mailbox now (True), or start the delivery task that
+        waits for room and then says :class:`Delivered` (False)."""
         try:
             self.registry.send_nowait(msg)
         except trio.WouldBlock:
-            assert self._connections is not None
-            self._connections.start_soon(self.registry.send, msg)
+            assert self._tasks is not None
+            self._tasks.start_soon(self._deliver, msg)
+            return False
+        return True
 
     def _snapshot(self) -> ServerStatus:
         info = self._info
-        transport = self._transport
+        process = self._process
         return ServerStatus(
             name=self.name,
             state=self._state,
@@ -617,7 +680,7 @@ class ServerSupervisor:
             last_error=self._last_error,
             next_attempt_at=self._next_attempt_at,
             failures=self._failures,
-            pid=transport.pid if isinstance(transport, ProcessTransport) else None,
+            pid=process.pid if process is not None else None,
             capabilities=info.capabilities if info else None,
         )
 
@@ -640,6 +703,20 @@ class ServerSupervisor:
         self._changed.set()
         self._changed = trio.Event()
 
+    # ------------------------------------------------------------------ helper tasks
+
+    async def _deliver(self, msg: ReplaceTools | WithdrawServer) -> None:
+        """Wait for room in the registry's mailbox for ``msg``, then tell the supervisor."""
+        await self.registry.send(msg)
+        await self.inbox.send(Delivered())
+
+    async def _confirm_withdrawal(self, generation: int, acknowledged: _Acknowledgement) -> None:
+        """Once the registry has acknowledged the withdrawal of ``generation``, say so in the
+        mailbox, waiting for room: the word the supervisor waits for to leave ``READY`` is
+        never dropped."""
+        await acknowledged.done.wait()
+        await self.inbox.send(Withdrawn(server=self.name, generation=generation))
+
     # ------------------------------------------------------------------ the connection task
 
     async def _connection(self, generation: int, scope: trio.CancelScope) -> None:
@@ -654,7 +731,8 @@ class ServerSupervisor:
                 try:
                     mailbox = ByteChannel[PendingItem](max_bytes=self.runtime.mailbox_bytes)
                     async with self.open_transport(self.config, mailbox) as transport:
-                        await inbox.send(AttemptStarted(generation=generation, transport=transport))
+                        process = transport if isinstance(transport, ProcessTransport) else None
+                        await inbox.send(AttemptStarted(generation=generation, process=process))
                         session = Session(
                             config=self.config,
                             runtime=self.runtime,
@@ -707,6 +785,18 @@ class ServerSupervisor:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 with trio.CancelScope(shield=True):
                     await inbox.send(ConnectionClosed(generation=generation))
+
+
+@attrs.define(eq=False)
+class _Acknowledgement:
+    """The ``reply_to`` of a supervisor's :class:`WithdrawServer`: a one-shot waiter that the
+    registry resolves, synchronously in its own task, once its published view holds none of
+    the withdrawn tools."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+    def send_nowait(self, value: Withdrawn, /) -> None:
+        self.done.set()
 
 
 def _as_mcp(error: BaseException) -> McpError:

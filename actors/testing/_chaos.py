@@ -33,9 +33,9 @@ from __future__ import annotations
 import contextlib
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal
 
 import attrs
 import trio
@@ -54,6 +54,7 @@ from ...transports._base import (
     open_inbox,
 )
 from ...transports._channel import ByteChannel
+from ..config._config import TransportFactory
 
 __all__ = [
     "ChaosAction",
@@ -197,11 +198,6 @@ def _rng_per_direction(seed: int) -> dict[str, random.Random]:
     }
 
 
-#: ``factory(sink)``: an async context manager that opens a transport whose frames go to
-#: ``sink`` (what ``ServerConfig(transport_factory=...)`` takes).
-TransportFactory: TypeAlias = Callable[[FrameSink], AbstractAsyncContextManager[Transport]]
-
-
 @attrs.define(eq=False)
 class ChaosTransport:
     """A :class:`~trio_mcp.transports.Transport` that mistreats frames of ``inner`` following
@@ -214,6 +210,10 @@ class ChaosTransport:
     caller, and :meth:`send_nowait` then declines with ``trio.WouldBlock``). A chaos disconnect
     closes the inner transport and ends the connection with a :class:`TransportClosed` that says
     so; sends raise it after that.
+
+    It is a :class:`~trio_mcp.transports.ProcessTransport` (a ``pid``, a ``stderr_tail()``)
+    exactly when the inner transport is one, so a runtime reports the pid of a stdio server
+    behind it, and none for an in-memory one.
     """
 
     inner: Transport
@@ -245,17 +245,6 @@ class ChaosTransport:
         return TransportInfo(
             kind=inner.kind, detail=f"{inner.detail} (chaos seed {self.policy.seed})"
         )
-
-    @property
-    def pid(self) -> int:
-        """The inner transport's server pid (stdio), else 0."""
-        inner = self.inner
-        return inner.pid if isinstance(inner, ProcessTransport) else 0
-
-    def stderr_tail(self) -> tuple[str, ...]:
-        """The inner transport's stderr tail (stdio), else nothing."""
-        inner = self.inner
-        return inner.stderr_tail() if isinstance(inner, ProcessTransport) else ()
 
     @property
     def disconnected(self) -> bool:
@@ -483,6 +472,23 @@ class ChaosTransport:
             raise
 
 
+@attrs.define(eq=False)
+class _ChaosProcessTransport(ChaosTransport):
+    """A :class:`ChaosTransport` over a child process's transport (stdio), and so a
+    :class:`ProcessTransport` itself: the inner transport's pid and stderr tail."""
+
+    _process: ProcessTransport = attrs.field(kw_only=True)
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self._process.pid
+
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The last lines the server wrote to stderr, oldest first."""
+        return self._process.stderr_tail()
+
+
 @asynccontextmanager
 async def open_chaos_transport(
     factory: TransportFactory, policy: ChaosPolicy, sink: FrameSink | None = None
@@ -496,7 +502,11 @@ async def open_chaos_transport(
         own = open_inbox()
         sink = own
     async with factory(upstream) as inner, trio.open_nursery() as nursery:
-        chaos = ChaosTransport(inner, policy, sink, upstream, own)
+        chaos = (
+            _ChaosProcessTransport(inner, policy, sink, upstream, own, process=inner)
+            if isinstance(inner, ProcessTransport)
+            else ChaosTransport(inner, policy, sink, upstream, own)
+        )
         chaos._tasks = nursery
         nursery.start_soon(chaos._pump)
         try:

@@ -8,11 +8,12 @@ client's revision when that is a handshake revision, else with ``2025-11-25``; i
 Two ways to run it:
 
 - **In memory** (fast, exact under ``autojump_clock``): ``fake.transport_factory()`` is a
-  zero-argument callable; each call returns an async context manager that records the attempt,
-  then either raises :class:`ConnectError` (the first ``refuse_connects`` attempts) or yields the
-  client end of a fresh :func:`memory_transport_pair` and serves the server end in a task of its
-  own nursery for as long as the ``async with`` block runs. No nursery has to be handed to the
-  fake. ``fake.server_config()`` wraps that in a ``ServerConfig(type=CUSTOM)``.
+  callable taking the sink of the client end (a session's mailbox, where the frames the fake
+  sends go); each call returns an async context manager that records the attempt, then either
+  raises :class:`ConnectError` (the first ``refuse_connects`` attempts) or yields the client end
+  of a fresh :func:`memory_transport_pair` and serves the server end in a task of its own nursery
+  for as long as the ``async with`` block runs. No nursery has to be handed to the fake.
+  ``fake.server_config()`` wraps that in a ``ServerConfig(type=CUSTOM)``.
 - **As a stdio subprocess**: ``python -m trio_mcp.actors.testing --spec FILE`` (or
   ``--spec-json TEXT``) serves the JSON spec described in :meth:`FakeServer.from_spec` as
   newline-delimited JSON on stdin/stdout, and exits with status 0 when stdin reaches EOF.
@@ -33,7 +34,7 @@ import string
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
@@ -66,13 +67,12 @@ from ...protocol._types import CallToolResult, ToolAnnotations
 from ...protocol._versions import LATEST_LEGACY, LEGACY_VERSIONS, LOG_LEVELS
 from ...transports._base import (
     FrameSink,
-    Transport,
     TransportInfo,
     collapse_exception_group,
     map_transport_errors,
 )
 from ...transports._memory import MemoryTransport, memory_transport_pair
-from ..config._config import ServerConfig, TransportKind
+from ..config._config import ServerConfig, TransportFactory, TransportKind
 
 __all__ = [
     "FakePrompt",
@@ -606,7 +606,7 @@ class FakeServer:
 
     # ------------------------------------------------------------------ connecting
 
-    def transport_factory(self) -> Callable[[FrameSink], AbstractAsyncContextManager[Transport]]:
+    def transport_factory(self) -> TransportFactory:
         """A callable taking the sink of the client end; each call is one connection attempt
         (see :meth:`connect`). This is what ``ServerConfig(type=TransportKind.CUSTOM,
         transport_factory=...)`` takes."""

@@ -7,8 +7,9 @@ here mostly the client end of a memory pair, whose server end the test drives.""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import attrs
@@ -18,6 +19,7 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trio_mcp.actors import RuntimeConfig, ServerConfig, ServerState, TransportKind, open_runtime
 from trio_mcp.actors.testing._chaos import (
     ChaosAction,
     ChaosPolicy,
@@ -27,13 +29,14 @@ from trio_mcp.actors.testing._chaos import (
     chaos_transport_factory,
     open_chaos_transport,
 )
-from trio_mcp.actors.testing._fakes import FakeServer
+from trio_mcp.actors.testing._fakes import FakeServer, FakeTool
 from trio_mcp.protocol._errors import ConnectError, TransportClosed
 from trio_mcp.transports._base import (
     ConnectionEnded,
     FrameSink,
     Inbound,
     InboxReader,
+    ProcessTransport,
     StderrLine,
     Transport,
     TransportInfo,
@@ -41,6 +44,7 @@ from trio_mcp.transports._base import (
 )
 from trio_mcp.transports._channel import ByteChannel
 from trio_mcp.transports._memory import MemoryTransport, memory_transport_pair
+from trio_mcp.transports.stdio._stdio import StdioParameters, open_stdio_transport
 
 FRAMES = [json.dumps({"jsonrpc": "2.0", "id": i, "result": {"n": i}}).encode() for i in range(40)]
 
@@ -562,8 +566,7 @@ async def test_info_names_the_seed() -> None:
         assert chaos.info == TransportInfo(
             kind="memory", detail="client end of memory pair (chaos seed 11)"
         )
-        assert chaos.stderr_tail() == ()
-        assert chaos.pid == 0
+        assert not isinstance(chaos, ProcessTransport)  # no pid: no process behind it
 
 
 # --------------------------------------------------------------------------- factories
@@ -674,3 +677,48 @@ async def test_factory_accepts_any_transport_factory() -> None:
         reader = InboxReader(sink)
         assert [await reader.receive(), await reader.receive()] == [b"hello", b"hello"]
     assert opened == ["open", "closed"]
+
+
+# --------------------------------------------------------------------------- in a runtime
+
+
+async def test_a_runtime_reports_no_pid_for_an_in_memory_server_behind_chaos(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The chaos transport said pid 0 for a transport without a process, and the runtime
+    # reported that as the server's pid.
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    server = ServerConfig(
+        name="s",
+        type=TransportKind.CUSTOM,
+        transport_factory=chaos_transport_factory(fake.transport_factory(), ChaosPolicy(seed=1)),
+    )
+    async with open_runtime(RuntimeConfig(servers=(server,))) as rt:
+        await rt.wait_ready()
+        status = rt.status()["s"]
+        assert status.state is ServerState.READY
+        assert (status.pid, status.stderr_tail) == (None, ())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the fake's stdio mode is POSIX-only here")
+async def test_a_runtime_reports_the_pid_of_a_stdio_server_behind_chaos() -> None:
+    spec = {"name": "proc", "tools": [{"name": "echo", "kind": "echo"}]}
+    params = StdioParameters(
+        command=sys.executable,
+        args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)),
+    )
+
+    def stdio(sink: FrameSink) -> AbstractAsyncContextManager[Transport]:
+        return open_stdio_transport(params, sink)
+
+    factory = chaos_transport_factory(stdio, ChaosPolicy(seed=1))
+    server = ServerConfig(
+        name="proc", type=TransportKind.CUSTOM, transport_factory=factory, connect_timeout=20
+    )
+    with trio.fail_after(60):
+        async with open_runtime(RuntimeConfig(servers=(server,))) as rt:
+            await rt.wait_ready()
+            (chaos,) = factory.transports
+            assert isinstance(chaos, ProcessTransport)
+            assert chaos.pid > 0
+            assert rt.status()["proc"].pid == chaos.pid

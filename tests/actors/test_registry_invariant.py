@@ -6,7 +6,9 @@ re-lists tools, makes calls, asks for reconnections and moves a mock clock, in a
 runtime runs in a trio loop of its own thread (the machine's rules are synchronous); the
 machine's clock only moves when a rule moves it, so a run is reproducible. The invariant is
 checked after **every task step** of that loop by a trio Instrument
-(:class:`tests.invariants.ToolsOnlyWhenReady`), and after every rule.
+(:class:`tests.invariants.ToolsOnlyWhenReady`), and after every rule: no tool of a server that
+is not READY is in the published view, every tool in it is of its server's current (READY)
+generation, and the view's version never goes down.
 
 The regression that led to it: a connection that ends in the same scheduler pass as its
 ``tools/list`` answer left the server's tools registered while it was reconnecting, through every
@@ -121,6 +123,7 @@ class RuntimeMachine(RuleBasedStateMachine):
         self.check: ToolsOnlyWhenReady | None = None
         self.calls_started = 0
         self.calls_ended = 0
+        self.version = 0
         self._close_runtime: trio.Event | None = None
         self._closed = threading.Event()
 
@@ -242,7 +245,13 @@ class RuntimeMachine(RuleBasedStateMachine):
 
         self.loop.run(look)
         assert check.violations == []
-        assert all(tool.server in SERVERS for tool in rt.tools().values())
+        statuses = rt.status()
+        for tool in rt.tools().values():
+            status = statuses[tool.server]
+            assert status.state is ServerState.READY
+            assert tool.generation == status.generation  # nothing of an older connection
+        assert rt.tools_version >= self.version  # the view only moves forward
+        self.version = rt.tools_version
 
     @precondition(lambda self: self.rt is not None)
     @invariant()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -14,14 +15,23 @@ from trio_mcp.actors.config._backoff import RetryPolicy
 from trio_mcp.actors.config._config import RuntimeConfig, ServerConfig
 from trio_mcp.actors.runtime._callbacks import HostCallbacks
 from trio_mcp.actors.runtime._events import (
+    EventBus,
     ResourceUpdated,
     ServerLogged,
     ServerState,
     ServerStateChanged,
 )
-from trio_mcp.actors.runtime._registry import ReplaceTools, ToolsChanged
-from trio_mcp.actors.runtime._runtime import Runtime, RuntimeState, open_runtime, serve_runtime
+from trio_mcp.actors.runtime._registry import MAILBOX_SIZE as REGISTRY_MAILBOX_SIZE
+from trio_mcp.actors.runtime._registry import Registry, ReplaceTools, ToolsChanged
+from trio_mcp.actors.runtime._runtime import (
+    Runtime,
+    RuntimeState,
+    open_default_transport,
+    open_runtime,
+    serve_runtime,
+)
 from trio_mcp.actors.runtime._session import Listing, Relisted
+from trio_mcp.actors.runtime._supervisor import MAILBOX_SIZE, ConnectionClosed, ServerSupervisor
 from trio_mcp.actors.testing._fakes import FakeServer, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
@@ -265,6 +275,172 @@ async def test_three_drops_in_a_row_are_recovered_with_backoff(autojump_clock: C
         await trio.testing.wait_all_tasks_blocked()
         await registered(rt, "mcp_s_t")
         assert fake.connect_times[-1] == 201
+
+
+# --------------------------------------------------------------------------- a full mailbox
+
+
+def _ask_to_reconnect(rt: Runtime) -> None:
+    """A host asking for a connection attempt over and over."""
+    for _ in range(2 * MAILBOX_SIZE):
+        rt.reconnect("s")
+
+
+def _stuff_the_mailbox(rt: Runtime) -> None:
+    """Fill the supervisor's mailbox with a word it ignores (a long-gone connection's end)."""
+    inbox = rt._supervisors["s"].inbox
+    with contextlib.suppress(trio.WouldBlock):
+        while True:
+            inbox.send_nowait(ConnectionClosed(generation=0))
+
+
+@pytest.mark.parametrize(
+    ("flood", "back_after"), [(_ask_to_reconnect, 0.0), (_stuff_the_mailbox, 1.0)]
+)
+async def test_a_full_mailbox_never_holds_a_server_ready_after_its_connection_ended(
+    autojump_clock: Clock, flood: Callable[[Runtime], None], back_after: float
+) -> None:
+    # The word that a server's tools are withdrawn once went into the supervisor's mailbox with
+    # send_nowait and was lost when the mailbox was full, and the supervisor's fallback (a look
+    # at the registry every 0.25 s) was put off by every message arriving sooner: a host that
+    # kept asking for reconnections kept the server READY, refusing every call, not reconnecting.
+    # Flooded on every scheduler pass, the server leaves READY the moment its connection ends,
+    # every time, and comes back on time: at once when the flood asks for it, else after the
+    # backoff (1 s: each connection was up for longer than healthy_after).
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt, trio.open_nursery() as nursery:
+        await rt.wait_ready()
+        supervisor = rt._supervisors["s"]
+        seen: list[tuple[ServerState, int, float]] = []
+        expected: list[tuple[ServerState, int, float]] = []
+        with rt.events() as events:
+
+            async def record() -> None:
+                async for event in events:
+                    if isinstance(event, ServerStateChanged):
+                        seen.append((event.new, event.generation, trio.current_time()))
+
+            nursery.start_soon(record)
+            for generation in range(1, 9):
+                drop_at = 100.0 * generation
+                await trio.sleep_until(drop_at)
+                await fake.disconnect()
+                for _ in range(1000):  # every pass (the clock stands still), until it left READY
+                    if supervisor.state is not ServerState.READY:
+                        break
+                    flood(rt)
+                    await trio.lowlevel.checkpoint()
+                for _ in range(1000):  # until it is READY again (a few changes, or passes)
+                    if (
+                        supervisor.state is ServerState.READY
+                        and supervisor.status().generation == generation + 1
+                    ):
+                        break
+                    if back_after == 0.0:
+                        flood(rt)
+                        await trio.lowlevel.checkpoint()
+                    else:
+                        await supervisor.wait_changed()
+                back_at = drop_at + back_after
+                expected += [
+                    (ServerState.RECONNECTING, generation, drop_at),
+                    (ServerState.RECONNECTING, generation + 1, back_at),
+                    (ServerState.READY, generation + 1, back_at),
+                ]
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+        assert seen == expected
+        assert fake.connect_times == [0.0] + [100.0 * g + back_after for g in range(1, 9)]
+
+
+async def test_asking_to_reconnect_in_a_loop_puts_one_wake_up_in_the_mailbox(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="s", tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        inbox = rt._supervisors["s"].inbox
+        for _ in range(10 * MAILBOX_SIZE):
+            rt.reconnect("s")
+        # The first ask went to the supervisor waiting on its mailbox; the others are that ask.
+        assert inbox.statistics().current_buffer_used == 0
+        await trio.testing.wait_all_tasks_blocked()
+        for _ in range(10 * MAILBOX_SIZE):  # taken: the next ask wakes it again, once
+            rt.reconnect("s")
+        assert inbox.statistics().current_buffer_used == 0
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.connect_times == [0.0]  # READY: an ask does nothing
+
+
+async def test_an_ask_to_reconnect_is_not_lost_when_the_mailbox_is_full(
+    autojump_clock: Clock,
+) -> None:
+    # The first attempt is refused; the next is due after 1 s. An ask at 0.5 s, while the
+    # mailbox is full, still brings it forward.
+    fake = FakeServer(name="s", tools=[FakeTool("t")], refuse_connects=1)
+    async with open_runtime(config(fake.server_config())) as rt:
+        await trio.sleep(0.5)
+        _stuff_the_mailbox(rt)
+        rt.reconnect("s")
+        await rt.wait_ready()
+        assert fake.connect_times == [0.0, 0.5]
+
+
+async def test_a_full_registry_mailbox_gets_a_supervisors_messages_in_order_from_one_task(
+    autojump_clock: Clock,
+) -> None:
+    # The registry is stalled with a full mailbox while a server connects, re-lists its tools
+    # three times and drops. Each message the registry could not take used to get a task of
+    # its own, racing the others (a listing could land after the withdrawal, or an old one
+    # after a new one). Now one task at a time waits for room, the rest queue behind it, and a
+    # newer message (a listing, or the withdrawal) supersedes a listing still queued.
+    fake = FakeServer(name="s", tools=[FakeTool("t0")])
+    changes: list[ToolsChanged] = []
+
+    class Recorder:
+        def publish(self, event: ToolsChanged) -> None:
+            if event.server == "s":
+                changes.append(event)
+
+    registry = Registry(events=Recorder())
+    for generation in range(REGISTRY_MAILBOX_SIZE):  # nothing to register: no change
+        registry.send_nowait(ReplaceTools(server="other", generation=generation, tools=()))
+    supervisor = ServerSupervisor(
+        config=fake.server_config(),
+        runtime=config(),
+        registry=registry,
+        callbacks=HostCallbacks(),
+        open_transport=open_default_transport,
+        events=EventBus(),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(supervisor.run)
+        await supervisor.wait_state(lambda state: state is ServerState.READY)
+        tasks = supervisor._tasks
+        assert tasks is not None
+        most = len(tasks.child_tasks)  # the connection task and one delivery task
+        for n in range(1, 4):
+            fake.set_tools([FakeTool(f"t{n}")])
+            await fake.emit_list_changed()
+            await trio.sleep(1)  # the re-listing is debounced (0.25 s), then handled
+            most = max(most, len(tasks.child_tasks))
+        await fake.disconnect()
+        await trio.sleep(1)  # the supervisor takes the end of the connection
+        most = max(most, len(tasks.child_tasks))
+        assert supervisor.state is ServerState.READY  # until the registry says so
+        assert not supervisor.accepts_calls
+        nursery.start_soon(registry.run)
+        await supervisor.wait_state(lambda state: state is ServerState.RECONNECTING)
+        await supervisor.wait_state(lambda state: state is ServerState.READY)
+        await trio.testing.wait_all_tasks_blocked()  # the registry has taken its listing
+        nursery.cancel_scope.cancel()
+    # the connection task, one delivery task, the withdrawal's confirmation
+    assert most <= 3
+    assert [(c.added, c.removed) for c in changes] == [
+        (("mcp_s_t0",), ()),  # generation 1's first listing, which the delivery task held
+        ((), ("mcp_s_t0",)),  # its withdrawal, after it (the three re-listings superseded)
+        (("mcp_s_t3",), ()),  # generation 2
+    ]
 
 
 async def test_a_timeout_sends_notifications_cancelled(autojump_clock: Clock) -> None:

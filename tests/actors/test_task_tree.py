@@ -1,13 +1,19 @@
 """The shape of the runtime, read from the live task tree (DESIGN.md "Actors", and the drawing in
-docs/architecture.md).
+docs/architecture.md), and the task each actor's state changes in.
 
-Under the runtime's root: one registry task and one supervisor task per configured server. Under
-a supervisor that is READY: one connection task (one connection generation), holding the
-session's task (with its pending-call table, its dispatcher and its re-lister as tasks of their
-own; a Streamable HTTP session has its control loop too) and the
-transport's I/O tasks (a stdio server's reader, writer, stderr drain and exit waiter). Nothing
-else. A trio Instrument also checks, after every task step while a server is killed and comes
-back, that the table, the registry and the supervisor only ever run in their own tasks.
+Under the runtime's root: one registry task and one supervisor task per configured server, all
+siblings in the runtime's nursery. Under a supervisor that is READY (and settled): one connection
+task (one connection generation), holding the session's task (with its pending-call table, its
+dispatcher and its re-lister as tasks of their own; a Streamable HTTP session has its control loop
+too) and, for a stdio server, the transport's I/O tasks (reader, writer, stderr drain and exit
+waiter); an in-memory fake's end has no I/O task, and the fake serves it in the connection task's
+scope. Nothing else.
+
+After a stdio server is killed with SIGKILL and comes back (generation 2, a new pid), the tree
+holds exactly one generation's tasks again, and wrappers around each actor's state-changing
+methods (the registry's table and publication, the supervisor's transitions, the pending-call
+table's handling and its waiters, the dispatcher's handling) record that each of them ran only
+in its actor's own task, across both generations and the shutdown.
 """
 
 from __future__ import annotations

@@ -622,18 +622,6 @@ class Runtime:
             )
 
 
-@attrs.define(eq=False)
-class _HeldSupervisor(ServerSupervisor):
-    """The supervisor of a project server that is not approved: it goes to DISABLED at once,
-    with ``hold`` (how to approve it) as its reason and last error, and never starts it."""
-
-    hold: str = attrs.field(kw_only=True)
-
-    def _begin(self) -> None:
-        self._last_error = self.hold
-        self._set_state(ServerState.DISABLED, reason=self.hold)
-
-
 async def _project_holds(
     config: RuntimeConfig, approve: ProjectServerApprover | None
 ) -> dict[str, str]:
@@ -717,26 +705,15 @@ def _build(
     )
     holds = holds or {}
     supervisors = {
-        server.name: (
-            _HeldSupervisor(
-                config=server,
-                runtime=config,
-                registry=registry,
-                callbacks=callbacks,
-                open_transport=opener,
-                events=bus,
-                hold=holds[server.name],
-            )
-            if server.name in holds
-            else ServerSupervisor(
-                config=server,
-                runtime=config,
-                registry=registry,
-                callbacks=callbacks,
-                open_transport=opener,
-                events=bus,
-                rng=rng or random.Random(),
-            )
+        server.name: ServerSupervisor(
+            config=server,
+            runtime=config,
+            registry=registry,
+            callbacks=callbacks,
+            open_transport=opener,
+            events=bus,
+            rng=rng or random.Random(),
+            hold=holds.get(server.name),
         )
         for server in config.servers
     }

@@ -234,6 +234,9 @@ class ServerSupervisor:
     open_transport: TransportOpener
     events: EventPublisher
     rng: random.Random = attrs.field(factory=random.Random)
+    #: Why the server must not start although it is enabled (a project server the user has not
+    #: approved: the reason says how to approve it). It stays DISABLED with this as its error.
+    hold: str | None = None
 
     inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
@@ -429,6 +432,10 @@ class ServerSupervisor:
             self._last_error = why
             logger.warning("server %r (%s) %s", self.name, self.config.transport_kind, why)
             self._set_state(ServerState.DISABLED, reason=why)
+            return
+        if self.hold is not None:
+            self._last_error = self.hold
+            self._set_state(ServerState.DISABLED, reason=self.hold)
             return
         self._next_attempt_at = trio.current_time()
 

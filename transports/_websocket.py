@@ -85,6 +85,7 @@ from ._base import (
     open_inbox,
 )
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
+from ._redact import install_log_redaction
 
 __all__ = [
     "MCP_SUBPROTOCOL",
@@ -910,6 +911,7 @@ async def open_websocket_transport(
     when the block is cancelled. An exception raised in the block comes out as itself (not
     wrapped in an :class:`ExceptionGroup`).
     """
+    install_log_redaction()
     target = params._target
     connected = False
     try:

@@ -258,7 +258,7 @@ class HttpTransport(HttpTransportBase):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        self._url = httpx.URL(self._params.url)
+        self._url = self._params.endpoint
         self._where = display_url(self._url)
         self._may_fall_back = self._params.legacy_fallback
 

@@ -26,11 +26,15 @@ HTTP requests; both transports are actors in the manner of the contract
 
 Secrets: configured header values never appear in ``repr()``, logs or error messages (headers
 whose names look secret are logged as ``***``), nor do the session id, the query string or the
-user information of a URL (see :func:`display_url`).
+user information of a URL (see :func:`display_url`). User information in the configured URL
+goes out as an ``Authorization: Basic`` header, never in a request's URL, and the logs of httpx
+and httpcore go through the filter of :mod:`trio_mcp.transports._redact`, installed when a
+transport opens.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -78,6 +82,7 @@ from .._base import (
     open_inbox,
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
+from .._redact import install_log_redaction, redact_url
 
 __all__ = [
     "HttpParameters",
@@ -446,6 +451,18 @@ def _redact_repr(value: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name!r}: '***'" for name in value) + "}"
 
 
+def _url_repr(value: str) -> str:
+    return repr(redact_url(value)) if isinstance(value, str) else repr(value)
+
+
+def _basic_authorization(url: httpx.URL) -> str | None:
+    """The ``Authorization: Basic`` value for the user information of ``url`` (None without)."""
+    if not url.username and not url.password:
+        return None
+    pair = f"{url.username}:{url.password}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
+
+
 def _seconds(value: object, *, allow_none: bool = False) -> bool:
     """Whether ``value`` is a valid number of seconds (> 0, finite)."""
     if value is None:
@@ -463,7 +480,9 @@ class HttpParameters:
     """How to reach one server over HTTP (Streamable HTTP, or the legacy HTTP+SSE transport).
 
     - ``url``: the MCP endpoint (Streamable HTTP) or the SSE endpoint (HTTP+SSE); ``http`` or
-      ``https``.
+      ``https``. User information in it (``https://user:password@host/mcp``) is sent as an
+      ``Authorization: Basic`` header, never as part of the URL, so that no log of a request
+      carries it; ``repr()`` hides the password and the values of the query string.
     - ``headers``: sent with every HTTP request (``Authorization``, API keys...). Their values
       never appear in ``repr()`` or logs.
     - ``max_frame_bytes``: the largest message (JSON body or SSE event) accepted from the server.
@@ -489,7 +508,7 @@ class HttpParameters:
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
 
-    url: str
+    url: str = attrs.field(repr=_url_repr)
     headers: Mapping[str, str] = attrs.field(
         default=MappingProxyType({}), converter=_to_headers, repr=_redact_repr, hash=False
     )
@@ -502,6 +521,10 @@ class HttpParameters:
     max_resume_attempts: int = 5
     max_in_flight: int = 64
     legacy_fallback: bool = True
+    #: ``url`` without its user information: what requests go to.
+    _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
+    #: ``headers``, plus the ``Authorization`` made of the URL's user information.
+    _request_headers: Mapping[str, str] = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         problems = self._problems()
@@ -510,6 +533,25 @@ class HttpParameters:
                 "invalid HTTP server settings: " + "; ".join(f"{k}: {m}" for k, m in problems),
                 problems=problems,
             )
+        url = httpx.URL(self.url)
+        headers = dict(self.headers)
+        basic = _basic_authorization(url)
+        if basic is not None:
+            headers["Authorization"] = basic
+            url = url.copy_with(username=None, password=None)
+        object.__setattr__(self, "_endpoint", url)
+        object.__setattr__(self, "_request_headers", MappingProxyType(headers))
+
+    @property
+    def endpoint(self) -> httpx.URL:
+        """The URL requests go to: ``url`` without user information."""
+        return self._endpoint
+
+    @property
+    def request_headers(self) -> Mapping[str, str]:
+        """The headers every request carries: ``headers``, plus ``Authorization: Basic`` for
+        user information in ``url``."""
+        return self._request_headers
 
     def _problems(self) -> tuple[tuple[str, str], ...]:
         problems: list[tuple[str, str]] = []
@@ -519,6 +561,16 @@ class HttpParameters:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             problems.append(("url", "must be an http:// or https:// URL with a host"))
+        elif (parsed.username or parsed.password) and any(
+            isinstance(name, str) and name.lower() == "authorization" for name in self.headers
+        ):
+            problems.append(
+                (
+                    "url",
+                    "holds user:password@ and headers has an Authorization header too: give "
+                    "the credentials one way",
+                )
+            )
         for name, value in self.headers.items():
             if not isinstance(name, str) or not _TOKEN.match(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
@@ -986,7 +1038,7 @@ class HttpTransportBase:
         last_event_id: str | None = None,
         version: str | None = None,
     ) -> httpx.Headers:
-        headers = httpx.Headers(dict(self._params.headers))
+        headers = httpx.Headers(dict(self._params.request_headers))
         headers["Accept"] = accept
         if json_body:
             headers["Content-Type"] = "application/json"
@@ -1098,6 +1150,7 @@ async def open_transport(
     the block, or by connecting, comes out as itself, not wrapped in an
     :class:`ExceptionGroup`. The HTTP client is closed in any case (by ``aclose``, or here,
     bounded, when the transport never ran)."""
+    install_log_redaction()
     with collapse_exception_group():
         client = make_client(params)
         started = False

@@ -303,7 +303,7 @@ class SseTransport(HttpTransportBase):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        self._legacy = LegacyConnection(host=self, sse_url=httpx.URL(self._params.url))
+        self._legacy = LegacyConnection(host=self, sse_url=self._params.endpoint)
 
     @property
     def info(self) -> TransportInfo:

@@ -86,6 +86,7 @@ from ._base import (
 )
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
 from ._redact import install_log_redaction
+from ._tls import plaintext_problem, warn_plaintext
 
 __all__ = [
     "MCP_SUBPROTOCOL",
@@ -206,6 +207,9 @@ class WebSocketParameters:
     - ``close_timeout``: seconds :meth:`WebSocketTransport.aclose` waits for the server to
       answer the close handshake before it drops the connection.
     - ``ssl_context``: for ``wss://`` (default: the system's trusted certificates).
+    - ``allow_insecure_http``: a plain ``ws://`` URL to another machine than this one is refused
+      without it (its traffic is not encrypted); to a loopback address it is allowed anyway.
+      Opening a plain ``ws://`` connection logs a warning either way.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
@@ -218,6 +222,7 @@ class WebSocketParameters:
     connect_timeout: float = 60.0
     close_timeout: float = 2.0
     ssl_context: ssl.SSLContext | None = attrs.field(default=None, eq=False, repr=False)
+    allow_insecure_http: bool = False
     _target: _Target = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
@@ -229,6 +234,17 @@ class WebSocketParameters:
             target, why = _parse_url(self.url)
             if why is not None:
                 problems.append(("url", why))
+            elif target is not None and (
+                plaintext := plaintext_problem(
+                    "wss" if target.secure else "ws",
+                    target.host,
+                    allow=self.allow_insecure_http is True,
+                )
+            ):
+                problems.append(("url", plaintext))
+        flag: object = self.allow_insecure_http
+        if not isinstance(flag, bool):
+            problems.append(("allow_insecure_http", "must be True or False"))
         for name, value in self.headers.items():
             if not isinstance(name, str) or not _TOKEN.fullmatch(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
@@ -913,6 +929,7 @@ async def open_websocket_transport(
     """
     install_log_redaction()
     target = params._target
+    warn_plaintext(logger, "wss" if target.secure else "ws", target.host, target.display)
     connected = False
     try:
         async with trio.open_nursery() as nursery:

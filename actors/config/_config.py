@@ -25,6 +25,7 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ...transports._tls import plaintext_problem
 from ._backoff import RetryPolicy
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
@@ -217,6 +218,9 @@ class ServerConfig:
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=_mapping_repr)
     #: ``"oauth"``: sign in with OAuth 2.1 (URL servers only); None: no sign-in.
     auth: str | None = None
+    #: A plain ``http://`` / ``ws://`` URL to another machine is refused without it (loopback
+    #: URLs need no opt-in).
+    allow_insecure_http: bool = False
     # a transport the host builds (type CUSTOM)
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -306,7 +310,52 @@ class ServerConfig:
                         f"not to a {kind.value!r} server",
                     )
                 )
+        found.extend(self._network_problems(kind))
         return tuple(found)
+
+    def _network_problems(self, kind: TransportKind) -> list[tuple[str, str]]:
+        """The problems of the settings of the network path to a URL server: the opt-in for
+        plain ``http://`` / ``ws://`` to another machine, credentials given twice."""
+        name = self.name
+        found: list[tuple[str, str]] = []
+        flag: object = self.allow_insecure_http  # hosts build configs from untyped code too
+        if not isinstance(flag, bool):
+            found.append(
+                (
+                    "allow_insecure_http",
+                    f"server {name!r}: allow_insecure_http must be True or False",
+                )
+            )
+        if not kind.is_url:
+            if self.allow_insecure_http:
+                found.append(
+                    (
+                        "allow_insecure_http",
+                        f"server {name!r}: allow_insecure_http applies to URL servers only",
+                    )
+                )
+            return found
+        if not isinstance(self.url, str):
+            return found
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname or ""
+        except ValueError:
+            return found  # not a URL: the loader and the transport say so
+        plaintext = plaintext_problem(parts.scheme, host, allow=self.allow_insecure_http is True)
+        if plaintext is not None:
+            found.append(("url", f"server {name!r}: url {redact_url(self.url)!r} {plaintext}"))
+        if (parts.username or parts.password) and any(
+            name.lower() == "authorization" for name in self.headers
+        ):
+            found.append(
+                (
+                    "url",
+                    f"server {self.name!r}: url holds user:password@ and headers has an "
+                    "Authorization header too: give the credentials one way",
+                )
+            )
+        return found
 
     @property
     def transport_kind(self) -> TransportKind:

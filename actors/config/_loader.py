@@ -109,7 +109,7 @@ _LOG_LEVELS: Final = (
     "emergency",
 )
 _STDIO_KEYS: Final = ("command", "args", "env", "cwd")
-_URL_KEYS: Final = ("url", "headers", "auth")
+_URL_KEYS: Final = ("url", "headers", "auth", "allow_insecure_http")
 #: Keys whose problems are transport problems (McpTransportConfigError).
 _TRANSPORT_KEYS: Final = frozenset({"", "name", "type", *_STDIO_KEYS, *_URL_KEYS})
 _COMMON_KEYS: Final = frozenset(
@@ -755,6 +755,14 @@ class _ServerReader:
                 self.bad(("auth",), f"auth must be 'oauth' (or absent), got {_show(auth)}")
             else:
                 options["auth"] = auth
+        options |= self.network()
+        return options
+
+    def network(self) -> dict[str, Any]:
+        """The settings of the network path to a URL server (``allow_insecure_http``)."""
+        options: dict[str, Any] = {}
+        if "allow_insecure_http" in self.data:
+            options["allow_insecure_http"] = self.flag("allow_insecure_http", False)
         return options
 
     def check_url(self, url: str, kind: TransportKind) -> None:
@@ -1183,6 +1191,7 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             view["url"] = None if server.url is None else redact_url(server.url)
             view["headers"] = dict.fromkeys(server.headers, REDACTED)
             view["auth"] = server.auth
+            view["allow_insecure_http"] = server.allow_insecure_http
         view |= {
             "enabled": server.enabled,
             "connect_timeout": server.connect_timeout,

@@ -143,6 +143,7 @@ def open_default_transport(
             headers=dict(config.headers),
             max_frame_bytes=config.max_frame_bytes,
             connect_timeout=config.connect_timeout,
+            allow_insecure_http=config.allow_insecure_http,
         )
         if kind is TransportKind.SSE:
             return open_sse_transport(params, sink)
@@ -155,6 +156,7 @@ def open_default_transport(
                 headers=dict(config.headers),
                 max_frame_bytes=config.max_frame_bytes,
                 connect_timeout=config.connect_timeout,
+                allow_insecure_http=config.allow_insecure_http,
             ),
             sink,
         )

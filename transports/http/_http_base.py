@@ -83,6 +83,7 @@ from .._base import (
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
 from .._redact import install_log_redaction, redact_url
+from .._tls import plaintext_problem, warn_plaintext
 
 __all__ = [
     "HttpParameters",
@@ -504,6 +505,9 @@ class HttpParameters:
     - ``legacy_fallback``: when the first ``initialize`` POST is answered 400, 404 or 405, try
       the legacy HTTP+SSE transport at the same URL (the specification's
       backward-compatibility rule).
+    - ``allow_insecure_http``: a plain ``http://`` URL to another machine than this one is
+      refused without it (its traffic is not encrypted); to a loopback address it is allowed
+      anyway. Opening a plain ``http://`` connection logs a warning either way.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
@@ -521,6 +525,7 @@ class HttpParameters:
     max_resume_attempts: int = 5
     max_in_flight: int = 64
     legacy_fallback: bool = True
+    allow_insecure_http: bool = False
     #: ``url`` without its user information: what requests go to.
     _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
     #: ``headers``, plus the ``Authorization`` made of the URL's user information.
@@ -561,8 +566,16 @@ class HttpParameters:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             problems.append(("url", "must be an http:// or https:// URL with a host"))
-        elif (parsed.username or parsed.password) and any(
-            isinstance(name, str) and name.lower() == "authorization" for name in self.headers
+        elif plaintext := plaintext_problem(
+            parsed.scheme, parsed.host, allow=self.allow_insecure_http is True
+        ):
+            problems.append(("url", plaintext))
+        if (
+            parsed is not None
+            and (parsed.username or parsed.password)
+            and any(
+                isinstance(name, str) and name.lower() == "authorization" for name in self.headers
+            )
         ):
             problems.append(
                 (
@@ -576,6 +589,9 @@ class HttpParameters:
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
             elif not isinstance(value, str) or _FORBIDDEN_IN_HEADER.search(value):
                 problems.append((f"headers[{name!r}]", "the value must be a string without CR/LF"))
+        flag: object = self.allow_insecure_http
+        if not isinstance(flag, bool):
+            problems.append(("allow_insecure_http", "must be True or False"))
         for name in ("max_frame_bytes", "max_resume_attempts", "max_in_flight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -1151,6 +1167,8 @@ async def open_transport(
     :class:`ExceptionGroup`. The HTTP client is closed in any case (by ``aclose``, or here,
     bounded, when the transport never ran)."""
     install_log_redaction()
+    endpoint = params.endpoint
+    warn_plaintext(logger, endpoint.scheme, endpoint.host, display_url(endpoint))
     with collapse_exception_group():
         client = make_client(params)
         started = False

@@ -39,10 +39,15 @@ The server side: :func:`accept_websocket_transport` accepts a handshake received
 ``trio_websocket.serve_websocket`` and runs the same transport over the connection, so that a
 WebSocket MCP server (in tests: ``FakeServer.serve_transport``) can serve it.
 
-Limits: HTTP proxies are not supported (the connection goes straight to the URL's host); the
-underlying library caps a message by its length in characters, and this transport caps it by
-its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes`` for a
-message of 4-byte characters. Each frame is written with its own write to the socket (the
+TLS and proxies: ``wss://`` verifies the server's certificate against the default trust store,
+or against ``ca_bundle``, and shows ``client_cert`` to a server that asks for one; a ``proxy``
+(``http://[user:password@]host:port``) carries the connection in a ``CONNECT`` tunnel, for
+``ws://`` and ``wss://`` alike. A refused certificate or proxy is a :class:`ConnectError` naming
+the setting to change.
+
+Limits: the underlying library caps a message by its length in characters, and this transport
+caps it by its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes``
+for a message of 4-byte characters. Each frame is written with its own write to the socket (the
 library offers no way to write several messages at once).
 """
 
@@ -85,8 +90,16 @@ from ._base import (
     open_inbox,
 )
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
-from ._redact import install_log_redaction
-from ._tls import plaintext_problem, warn_plaintext
+from ._proxy import open_tunnel, proxy_problem
+from ._redact import install_log_redaction, redact_url
+from ._tls import (
+    TLS_KEYS,
+    plaintext_problem,
+    tls_context,
+    tls_failure_hint,
+    tls_refusal_hint,
+    warn_plaintext,
+)
 
 __all__ = [
     "MCP_SUBPROTOCOL",
@@ -207,6 +220,13 @@ class WebSocketParameters:
     - ``close_timeout``: seconds :meth:`WebSocketTransport.aclose` waits for the server to
       answer the close handshake before it drops the connection.
     - ``ssl_context``: for ``wss://`` (default: the system's trusted certificates).
+    - ``ca_bundle``, ``client_cert``, ``client_key``: instead of ``ssl_context``, the PEM file of
+      the CA certificates the server's certificate must chain to (instead of the system's), and
+      the certificate (with its unencrypted key, in the same file or in ``client_key``) shown to
+      a server that asks for one. ``wss://`` only; the files are loaded when the parameters are
+      built.
+    - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy that carries the
+      connection (``CONNECT``). ``repr()`` hides its password.
     - ``allow_insecure_http``: a plain ``ws://`` URL to another machine than this one is refused
       without it (its traffic is not encrypted); to a loopback address it is allowed anyway.
       Opening a plain ``ws://`` connection logs a warning either way.
@@ -223,6 +243,13 @@ class WebSocketParameters:
     close_timeout: float = 2.0
     ssl_context: ssl.SSLContext | None = attrs.field(default=None, eq=False, repr=False)
     allow_insecure_http: bool = False
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = attrs.field(
+        default=None, repr=lambda value: repr(None if value is None else redact_url(value))
+    )
+    _tls: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     _target: _Target = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
@@ -276,6 +303,18 @@ class WebSocketParameters:
             problems.append(("ssl_context", "must be an ssl.SSLContext or None"))
         elif context is not None and target is not None and not target.secure:
             problems.append(("ssl_context", "is only used with a wss:// URL"))
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is None:
+                continue
+            if not isinstance(path, str) or not path:
+                problems.append((key, "must be the path of a PEM file, or None"))
+            elif context is not None:
+                problems.append((key, "give either ssl_context or the TLS files, not both"))
+            elif target is not None and not target.secure:
+                problems.append((key, "is only used with a wss:// URL"))
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            problems.append(("proxy", why))
         if problems:
             raise McpTransportConfigError(
                 "invalid WebSocket server settings: "
@@ -284,6 +323,15 @@ class WebSocketParameters:
             )
         assert target is not None
         object.__setattr__(self, "_target", target)
+        try:
+            files = tls_context(
+                ca_bundle=self.ca_bundle, client_cert=self.client_cert, client_key=self.client_key
+            )
+        except McpTransportConfigError as exc:
+            raise McpTransportConfigError(
+                f"invalid WebSocket server settings: {exc}", problems=exc.problems
+            ) from None
+        object.__setattr__(self, "_tls", files if files is not None else self.ssl_context)
 
     @property
     def display_url(self) -> str:
@@ -773,19 +821,37 @@ def _cause(exc: BaseException | None) -> str:
 
 
 async def _open_stream(params: WebSocketParameters) -> trio.abc.Stream:
+    """The byte stream to the server: TCP (through the proxy's tunnel, if there is one), then
+    TLS for ``wss://``, its handshake done (so that a refused certificate says so)."""
     target = params._target
     try:
-        if not target.secure:
-            return await trio.open_tcp_stream(target.host, target.port)
-        context = params.ssl_context or ssl.create_default_context()
-        return await trio.open_ssl_over_tcp_stream(
-            target.host, target.port, ssl_context=context, https_compatible=True
-        )
+        if params.proxy is not None:
+            stream = await open_tunnel(params.proxy, target.host, target.port)
+        else:
+            stream = await trio.open_tcp_stream(target.host, target.port)
     except OSError as exc:
         raise ConnectError(
             f"could not connect to WebSocket server {target.display}: {exc}. Check that the "
             "server runs and that the host and port are right"
         ) from exc
+    if not target.secure:
+        return stream
+    context = params._tls or ssl.create_default_context()
+    secure = trio.SSLStream(stream, context, server_hostname=target.host, https_compatible=True)
+    try:
+        await secure.do_handshake()
+    except (trio.BrokenResourceError, OSError) as exc:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        hint = tls_failure_hint(exc) or f"the TLS handshake failed{_cause(exc)}"
+        raise ConnectError(
+            f"could not connect to WebSocket server {target.display}: {hint}"
+        ) from exc
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        raise
+    return secure
 
 
 async def _handshake(
@@ -835,6 +901,11 @@ async def _handshake(
                 f"{params.connect_timeout:g} s (connect_timeout)"
             )
         failure = stream.failure if stream is not None else None
+        refused = tls_refusal_hint(failure) if failure is not None else None
+        if refused is not None:
+            raise ConnectError(
+                f"could not connect to WebSocket server {target.display}: {refused}"
+            ) from failure
         what = (
             f"WebSocket server {target.display} closed the connection during the handshake"
             if failure is None

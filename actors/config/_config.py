@@ -25,7 +25,8 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
-from ...transports._tls import plaintext_problem
+from ...transports._proxy import proxy_problem
+from ...transports._tls import TLS_KEYS, plaintext_problem
 from ._backoff import RetryPolicy
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
@@ -221,6 +222,15 @@ class ServerConfig:
     #: A plain ``http://`` / ``ws://`` URL to another machine is refused without it (loopback
     #: URLs need no opt-in).
     allow_insecure_http: bool = False
+    #: PEM file of the CA certificates the server's certificate must chain to (instead of the
+    #: default trust store); ``https://`` / ``wss://`` only.
+    ca_bundle: str | None = None
+    #: PEM certificate (and key, unless ``client_key`` is given) shown to a server that asks for
+    #: a client certificate (mutual TLS).
+    client_cert: str | None = None
+    client_key: str | None = None
+    #: ``http://[user:password@]host:port`` of an HTTP proxy to reach the server through.
+    proxy: str | None = attrs.field(default=None, repr=_url_repr)
     # a transport the host builds (type CUSTOM)
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -327,14 +337,24 @@ class ServerConfig:
                 )
             )
         if not kind.is_url:
-            if self.allow_insecure_http:
-                found.append(
-                    (
-                        "allow_insecure_http",
-                        f"server {name!r}: allow_insecure_http applies to URL servers only",
-                    )
-                )
+            for key in ("allow_insecure_http", *TLS_KEYS, "proxy"):
+                if getattr(self, key):
+                    found.append((key, f"server {name!r}: {key} applies to URL servers only"))
             return found
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is not None and (not isinstance(path, str) or not path):
+                found.append((key, f"server {name!r}: {key} must be the path of a PEM file"))
+        if self.client_key is not None and self.client_cert is None:
+            found.append(
+                (
+                    "client_key",
+                    f"server {name!r}: client_key is used with client_cert only: set client_cert "
+                    "too",
+                )
+            )
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            found.append(("proxy", f"server {name!r}: proxy {why}"))
         if not isinstance(self.url, str):
             return found
         try:
@@ -345,6 +365,12 @@ class ServerConfig:
         plaintext = plaintext_problem(parts.scheme, host, allow=self.allow_insecure_http is True)
         if plaintext is not None:
             found.append(("url", f"server {name!r}: url {redact_url(self.url)!r} {plaintext}"))
+        if parts.scheme.lower() in ("http", "ws"):
+            for key in TLS_KEYS:
+                if getattr(self, key) is not None:
+                    found.append(
+                        (key, f"server {name!r}: {key} is only used with an https:// or wss:// URL")
+                    )
         if (parts.username or parts.password) and any(
             name.lower() == "authorization" for name in self.headers
         ):

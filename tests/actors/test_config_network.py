@@ -1,11 +1,14 @@
 """The configuration keys of the network path to a URL server, in both shapes and in code:
-``allow_insecure_http`` (plain ``http://`` / ``ws://`` to another machine)."""
+``allow_insecure_http`` (plain ``http://`` / ``ws://`` to another machine), the TLS files
+(``ca_bundle``, ``client_cert``, ``client_key``) and ``proxy``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from trio_mcp.actors.config._config import ServerConfig, TransportKind
 from trio_mcp.actors.config._loader import load_echo_config, load_mcp_json, redacted_config
@@ -129,4 +132,121 @@ def test_url_user_information_beside_an_authorization_header_is_refused_at_load(
             "server 'a': url holds user:password@ and headers has an Authorization header too: "
             "give the credentials one way",
         ),
+    )
+
+
+# --------------------------------------------------------------------------- TLS and proxy
+
+
+@pytest.fixture
+def pem_files(tmp_path: Path) -> dict[str, str]:
+    ca = trustme.CA()
+    client = ca.issue_cert("client@example.test")
+    paths = {
+        "ca_bundle": tmp_path / "ca.pem",
+        "client_cert": tmp_path / "client.pem",
+        "client_key": tmp_path / "client-key.pem",
+    }
+    ca.cert_pem.write_to_path(str(paths["ca_bundle"]))
+    client.cert_chain_pems[0].write_to_path(str(paths["client_cert"]))
+    client.private_key_pem.write_to_path(str(paths["client_key"]))
+    return {key: str(path) for key, path in paths.items()}
+
+
+def test_both_shapes_read_the_tls_files_and_the_proxy(pem_files: dict[str, str]) -> None:
+    entry = {
+        "url": "https://mcp.corp.example/mcp",
+        **pem_files,
+        "proxy": "http://alice:${PROXY_PASSWORD}@proxy.corp.example:3128",
+    }
+    environ = {"PROXY_PASSWORD": "pr0xy"}
+    for loaded in (
+        load_mcp_json({"mcpServers": {"a": entry}}, environ=environ),
+        load_echo_config(
+            {"tools": {"mcp_servers": {"a": entry}}, "execution": {"networkPolicy": "allow"}},
+            environ=environ,
+        ),
+    ):
+        (server,) = loaded.config.servers
+        assert (server.ca_bundle, server.client_cert, server.client_key) == (
+            pem_files["ca_bundle"],
+            pem_files["client_cert"],
+            pem_files["client_key"],
+        )
+        assert server.proxy == "http://alice:pr0xy@proxy.corp.example:3128"
+        assert "pr0xy" not in repr(server)
+        assert "proxy='http://alice:***@proxy.corp.example:3128'" in repr(server)
+        view = redacted_config(loaded.config)["servers"]["a"]
+        assert view["proxy"] == "http://alice:***@proxy.corp.example:3128"
+        assert view["ca_bundle"] == pem_files["ca_bundle"]
+        assert (view["client_cert"], view["client_key"]) == (
+            pem_files["client_cert"],
+            pem_files["client_key"],
+        )
+
+
+def test_tls_files_are_checked_at_load_naming_the_key(
+    pem_files: dict[str, str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "nope.pem")
+    assert problems_of(lambda: agentao({"a": {"url": "https://h/mcp", "ca_bundle": missing}})) == (
+        ("<config>: mcpServers.a.ca_bundle", f"server 'a': ca_bundle: no such file: {missing!r}"),
+    )
+    key = pem_files["client_key"]
+    assert problems_of(lambda: echo({"a": {"url": "https://h/mcp", "client_cert": key}})) == (
+        (
+            "<config>: tools.mcp_servers.a.client_cert",
+            f"server 'a': client_cert: {key!r} holds no PEM certificate",
+        ),
+    )
+    assert problems_of(lambda: agentao({"a": {"url": "https://h/mcp", "client_key": key}})) == (
+        (
+            "<config>: mcpServers.a.client_key",
+            "server 'a': client_key: is used with client_cert only: set client_cert too",
+        ),
+    )
+
+
+def test_tls_and_proxy_keys_belong_to_url_servers_with_the_right_scheme(
+    pem_files: dict[str, str],
+) -> None:
+    assert problems_of(
+        lambda: agentao({"a": {"command": "x", "proxy": "http://p:1", "ca_bundle": "/x"}})
+    ) == (
+        (
+            "<config>: mcpServers.a.ca_bundle",
+            "server 'a': 'ca_bundle' applies to URL servers only; this is a 'stdio' server",
+        ),
+        (
+            "<config>: mcpServers.a.proxy",
+            "server 'a': 'proxy' applies to URL servers only; this is a 'stdio' server",
+        ),
+    )
+    url = "http://localhost:9/mcp"
+    assert problems_of(
+        lambda: agentao({"a": {"url": url, "ca_bundle": pem_files["ca_bundle"]}})
+    ) == (
+        (
+            "<config>: mcpServers.a.ca_bundle",
+            "server 'a': ca_bundle is only used with an https:// or wss:// URL",
+        ),
+    )
+    assert problems_of(lambda: agentao({"a": {"url": "https://h/", "proxy": "https://p:1"}})) == (
+        (
+            "<config>: mcpServers.a.proxy",
+            "server 'a': proxy must be an http:// URL (the proxy's own address; https:// "
+            "servers are reached through it with CONNECT), got scheme 'https'",
+        ),
+    )
+    assert problems_of(lambda: agentao({"a": {"url": "https://h/", "proxy": 3128}})) == (
+        (
+            "<config>: mcpServers.a.proxy",
+            "server 'a': proxy must be an http:// URL (the proxy's own address; https:// "
+            "servers are reached through it with CONNECT), got scheme '(none)'",
+        ),
+    )
+    with pytest.raises(McpTransportConfigError) as info:
+        ServerConfig(name="s", command="x", client_cert="/c.pem")
+    assert info.value.problems == (
+        ("client_cert", "server 's': client_cert applies to URL servers only"),
     )

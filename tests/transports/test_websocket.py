@@ -1354,10 +1354,8 @@ async def test_a_tls_failure_is_a_connect_error(nursery: trio.Nursery) -> None:
     with trio.fail_after(GUARD), pytest.raises(ConnectError) as info:
         async with open_websocket_transport(params(url, ssl_context=ssl.create_default_context())):
             raise AssertionError("a TLS connection to a plain server")
-    assert str(info.value).startswith(
-        f"the connection to WebSocket server {url} failed during the handshake ("
-    )
-    assert str(info.value).endswith(
-        "; check that the URL is a WebSocket endpoint (and ws:// vs wss://)"
+    assert str(info.value) == (
+        f"could not connect to WebSocket server {url}: the server does not speak TLS there "
+        "(WRONG_VERSION_NUMBER): check https:// or wss:// against http:// or ws:// in url"
     )
     assert isinstance(info.value.__cause__, trio.BrokenResourceError)

@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import re
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
@@ -82,8 +83,16 @@ from .._base import (
     open_inbox,
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
+from .._proxy import proxy_problem
 from .._redact import install_log_redaction, redact_url
-from .._tls import plaintext_problem, warn_plaintext
+from .._tls import (
+    TLS_KEYS,
+    plaintext_problem,
+    tls_context,
+    tls_failure_hint,
+    tls_refusal_hint,
+    warn_plaintext,
+)
 
 __all__ = [
     "HttpParameters",
@@ -402,6 +411,8 @@ def status_error(what: str, response: httpx.Response, body: str) -> HttpStatusEr
     status = response.status_code
     phrase = response.reason_phrase or httpx.codes.get_reason_phrase(status)
     message = f"{what}: the server answered HTTP {status}" + (f" {phrase}" if phrase else "")
+    if status == 407:
+        message += " (from the proxy: check the user and password in proxy)"
     location = response.headers.get("location")
     if 300 <= status < 400 and location:
         try:
@@ -428,12 +439,32 @@ def map_http_errors(what: str) -> Iterator[None]:
         yield
     except httpx.ConnectTimeout as exc:
         raise ConnectTimeout(f"{what} failed: connecting timed out") from exc
+    except httpx.ProxyError as exc:
+        raise ConnectError(f"{what} failed: {_proxy_refusal(exc)}") from exc
     except httpx.ConnectError as exc:
+        hint = tls_failure_hint(exc)
+        if hint is not None:
+            raise ConnectError(f"{what} failed: {hint}") from exc
         raise ConnectError(f"{what} failed: could not connect ({_describe(exc)})") from exc
     except httpx.TimeoutException as exc:
         raise TransportClosed(f"{what} failed: {type(exc).__name__} (timed out)") from exc
     except httpx.HTTPError as exc:
+        # TLS 1.3: a server that refuses our certificate says so after our side of the
+        # handshake is done, so it surfaces on the first read; the request was never processed.
+        hint = tls_refusal_hint(exc)
+        if hint is not None:
+            raise ConnectError(f"{what} failed: {hint}") from exc
         raise TransportClosed(f"{what} failed: {_describe(exc)}") from exc
+
+
+def _proxy_refusal(exc: httpx.ProxyError) -> str:
+    said = str(exc) or type(exc).__name__
+    if said.startswith("407"):
+        return (
+            f"the proxy refused the tunnel ({said}): check the user and password in proxy "
+            "(http://user:password@host:port)"
+        )
+    return f"the proxy refused the tunnel ({said}): check proxy in the server's settings"
 
 
 def _describe(exc: BaseException) -> str:
@@ -452,7 +483,7 @@ def _redact_repr(value: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name!r}: '***'" for name in value) + "}"
 
 
-def _url_repr(value: str) -> str:
+def _url_repr(value: str | None) -> str:
     return repr(redact_url(value)) if isinstance(value, str) else repr(value)
 
 
@@ -508,6 +539,14 @@ class HttpParameters:
     - ``allow_insecure_http``: a plain ``http://`` URL to another machine than this one is
       refused without it (its traffic is not encrypted); to a loopback address it is allowed
       anyway. Opening a plain ``http://`` connection logs a warning either way.
+    - ``ca_bundle``: a PEM file of the CA certificates the server's certificate must chain to,
+      instead of the default trust store (certifi's, as httpx has it); ``client_cert`` and
+      ``client_key``: the PEM certificate (and its unencrypted key, in the same file or in
+      ``client_key``) shown to a server that asks for one (mutual TLS). ``https://`` only; the
+      files are loaded when the parameters are built.
+    - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy every request goes
+      through (a ``CONNECT`` tunnel for ``https://``); without it, httpx's environment variables
+      (``HTTPS_PROXY``, ``NO_PROXY``...) apply. ``repr()`` hides its password.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
@@ -526,6 +565,11 @@ class HttpParameters:
     max_in_flight: int = 64
     legacy_fallback: bool = True
     allow_insecure_http: bool = False
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = attrs.field(default=None, repr=_url_repr)
+    _ssl_context: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     #: ``url`` without its user information: what requests go to.
     _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
     #: ``headers``, plus the ``Authorization`` made of the URL's user information.
@@ -538,6 +582,18 @@ class HttpParameters:
                 "invalid HTTP server settings: " + "; ".join(f"{k}: {m}" for k, m in problems),
                 problems=problems,
             )
+        try:
+            context = tls_context(
+                ca_bundle=self.ca_bundle,
+                client_cert=self.client_cert,
+                client_key=self.client_key,
+                base=httpx.create_ssl_context,
+            )
+        except McpTransportConfigError as exc:
+            raise McpTransportConfigError(
+                f"invalid HTTP server settings: {exc}", problems=exc.problems
+            ) from None
+        object.__setattr__(self, "_ssl_context", context)
         url = httpx.URL(self.url)
         headers = dict(self.headers)
         basic = _basic_authorization(url)
@@ -592,6 +648,14 @@ class HttpParameters:
         flag: object = self.allow_insecure_http
         if not isinstance(flag, bool):
             problems.append(("allow_insecure_http", "must be True or False"))
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is not None and (not isinstance(path, str) or not path):
+                problems.append((key, "must be the path of a PEM file, or None"))
+            elif path is not None and parsed is not None and parsed.scheme == "http":
+                problems.append((key, "is only used with an https:// URL"))
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            problems.append(("proxy", why))
         for name in ("max_frame_bytes", "max_resume_attempts", "max_in_flight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -606,7 +670,8 @@ class HttpParameters:
 
 def make_client(params: HttpParameters) -> httpx.AsyncClient:
     """The one httpx client of a transport: no redirects followed (a redirect is reported as an
-    error naming its target, so that configured headers never go to another address)."""
+    error naming its target, so that configured headers never go to another address); the
+    server's TLS settings and proxy."""
     timeout = httpx.Timeout(
         connect=params.connect_timeout,
         read=params.read_timeout,
@@ -614,7 +679,14 @@ def make_client(params: HttpParameters) -> httpx.AsyncClient:
         pool=params.connect_timeout,
     )
     limits = httpx.Limits(max_connections=params.max_in_flight + 8, max_keepalive_connections=8)
-    return httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False)
+    context = params._ssl_context
+    return httpx.AsyncClient(
+        timeout=timeout,
+        limits=limits,
+        follow_redirects=False,
+        verify=context if context is not None else True,
+        proxy=params.proxy,
+    )
 
 
 def ack_timeout(params: HttpParameters) -> httpx.Timeout:

@@ -22,7 +22,8 @@ Failures, all of them ours (:mod:`trio_mcp.protocol._errors`):
   (any HTTP status but 101), a server that does not accept the subprotocol ``mcp`` or answers
   something that is not a WebSocket handshake, or a connection closed during the handshake all
   raise :class:`ConnectError` naming the URL; no handshake within ``connect_timeout`` raises
-  :class:`ConnectTimeout`;
+  :class:`ConnectTimeout`. A handshake answered 429 with ``Retry-After`` is tried again after
+  that wait, while the waits fit in ``max_retry_after`` and ``connect_timeout``;
 - the end of the connection is the last item put into the sink, a
   :class:`~trio_mcp.transports._base.ConnectionEnded` whose error is a :class:`TransportClosed`
   once the peer closed the connection (the message says the close code and reason), the
@@ -61,7 +62,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, NoReturn, TypeAlias, cast
 
 import attrs
 import h11
@@ -80,6 +81,7 @@ from ..protocol._errors import (
 )
 from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ..protocol._jsonrpc import RequestId
+from . import _retry
 from ._base import (
     ConnectionEnded,
     FrameSink,
@@ -92,6 +94,7 @@ from ._base import (
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
 from ._proxy import open_tunnel, proxy_problem
 from ._redact import install_log_redaction, redact_url
+from ._retry import retry_after_seconds, too_long_to_wait
 from ._tls import (
     TLS_KEYS,
     plaintext_problem,
@@ -227,6 +230,10 @@ class WebSocketParameters:
       built.
     - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy that carries the
       connection (``CONNECT``). ``repr()`` hides its password.
+    - ``max_retry_after``: a handshake answered ``429 Too Many Requests`` with ``Retry-After``
+      is tried again after the wait it asks for, as long as the waits add up to no more than
+      this (seconds; 0: never wait) and fit in ``connect_timeout``; a longer wait fails the
+      connection at once, saying so.
     - ``allow_insecure_http``: a plain ``ws://`` URL to another machine than this one is refused
       without it (its traffic is not encrypted); to a loopback address it is allowed anyway.
       Opening a plain ``ws://`` connection logs a warning either way.
@@ -249,6 +256,7 @@ class WebSocketParameters:
     proxy: str | None = attrs.field(
         default=None, repr=lambda value: repr(None if value is None else redact_url(value))
     )
+    max_retry_after: float = _retry.DEFAULT_MAX_RETRY_AFTER
     _tls: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     _target: _Target = attrs.field(init=False, repr=False, eq=False, hash=False)
 
@@ -315,6 +323,13 @@ class WebSocketParameters:
                 problems.append((key, "is only used with a wss:// URL"))
         if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
             problems.append(("proxy", why))
+        if _bad_seconds(self.max_retry_after, allow_zero=True):
+            problems.append(
+                (
+                    "max_retry_after",
+                    f"must be a finite number of seconds >= 0, got {self.max_retry_after!r}",
+                )
+            )
         if problems:
             raise McpTransportConfigError(
                 "invalid WebSocket server settings: "
@@ -854,52 +869,111 @@ async def _open_stream(params: WebSocketParameters) -> trio.abc.Stream:
     return secure
 
 
+class _RateLimited(Exception):
+    """The server answered the handshake 429 with Retry-After: try again after ``delay``."""
+
+    def __init__(self, delay: float, refusal: str) -> None:
+        super().__init__(refusal)
+        self.delay = delay
+        self.refusal = refusal
+
+
 async def _handshake(
     nursery: trio.Nursery, params: WebSocketParameters
 ) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
-    """Connect and perform the opening handshake; the library's reader runs in ``nursery``.
+    """Connect and perform the opening handshake; the library's side of the connection runs
+    in ``nursery``. A handshake answered 429 with Retry-After is tried again after the wait it
+    asks for, while the waits fit in ``connect_timeout`` and ``max_retry_after``.
 
-    Raises :class:`ConnectError` or :class:`ConnectTimeout`; a rejected handshake is raised by
-    the reader task, in ``nursery`` (see :func:`_connect_failure`).
+    Raises :class:`ConnectError` (a rejected handshake included: see
+    :func:`_connect_failure`) or :class:`ConnectTimeout`.
     """
     target = params._target
     headers = [
         (name.encode("ascii"), value.encode("utf-8")) for name, value in params.headers.items()
     ]
+    waited = 0.0
+    with trio.move_on_after(params.connect_timeout) as deadline:
+        while True:
+            try:
+                return await _handshake_once(nursery, params, headers)
+            except _RateLimited as limited:
+                left = deadline.deadline - trio.current_time()
+                limit = min(params.max_retry_after - waited, left)
+                if limited.delay > limit:
+                    raise ConnectError(
+                        too_long_to_wait(limited.refusal, limited.delay, limit)
+                    ) from limited
+                logger.info(
+                    "WebSocket server %s is rate-limiting (HTTP 429): connecting again in %g s "
+                    "(Retry-After)",
+                    target.display,
+                    limited.delay,
+                )
+                await trio.sleep(limited.delay)
+                waited += limited.delay
+    raise ConnectTimeout(
+        f"the WebSocket handshake with {target.display} did not complete within "
+        f"{params.connect_timeout:g} s (connect_timeout)"
+    )
+
+
+async def _run_client(
+    stream: _WatchedStream,
+    params: WebSocketParameters,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    task_status: trio.TaskStatus[trio_websocket.WebSocketConnection],
+) -> None:
+    """The library's side of one client connection: the opening handshake, then its reader,
+    until the connection ends. Started (with the connection) once the handshake completed; a
+    rejected or broken handshake is raised before that, so the opener gets it."""
+    target = params._target
+    async with trio.open_nursery() as library:
+        connection = await trio_websocket.wrap_client_stream(
+            library,
+            # wrap_client_stream takes any trio.abc.Stream (it only reads, writes and closes
+            # it); its annotation names the socket and TLS streams only.
+            cast("trio.SocketStream", stream),
+            target.host_header,
+            target.resource,
+            subprotocols=[MCP_SUBPROTOCOL],
+            extra_headers=headers,
+            message_queue_size=0,  # nothing is lost before an oversized message
+            max_message_size=params.max_frame_bytes,
+            receive_buffer_size=_READ_CHUNK,
+        )
+        task_status.started(connection)
+
+
+async def _handshake_once(
+    nursery: trio.Nursery, params: WebSocketParameters, headers: list[tuple[bytes, bytes]]
+) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
+    """One attempt of :func:`_handshake`; raises :class:`_RateLimited` for a 429 with
+    Retry-After."""
+    target = params._target
     stream: _WatchedStream | None = None
     connection: trio_websocket.WebSocketConnection | None = None
     try:
-        with trio.move_on_after(params.connect_timeout) as deadline:
-            stream = _WatchedStream(await _open_stream(params))
-            with trio.CancelScope() as watch:
-                stream.on_end = watch.cancel
-                connection = await trio_websocket.wrap_client_stream(
-                    nursery,
-                    # wrap_client_stream takes any trio.abc.Stream (it only reads, writes and
-                    # closes it); its annotation names the socket and TLS streams only.
-                    cast("trio.SocketStream", stream),
-                    target.host_header,
-                    target.resource,
-                    subprotocols=[MCP_SUBPROTOCOL],
-                    extra_headers=headers,
-                    message_queue_size=0,  # nothing is lost before an oversized message
-                    max_message_size=params.max_frame_bytes,
-                    receive_buffer_size=_READ_CHUNK,
-                )
-            stream.on_end = None
-            if watch.cancelled_caught:
-                connection = None
+        stream = _WatchedStream(await _open_stream(params))
+        with trio.CancelScope() as watch:
+            stream.on_end = watch.cancel
+            try:
+                connection = await nursery.start(_run_client, stream, params, headers)
+            except BaseExceptionGroup as group:
+                failure = _single_failure(group)
+                if failure is None:
+                    raise
+                _raise_handshake_failure(failure, target.display)
+        stream.on_end = None
+        if watch.cancelled_caught:
+            connection = None
     finally:
         if connection is None and stream is not None:
-            # Failed, timed out, or cancelled (a rejection raised by the reader task).
+            # Failed, rejected, timed out or cancelled.
             with trio.CancelScope(shield=True):
                 await stream.aclose()
     if connection is None:
-        if deadline.cancelled_caught:
-            raise ConnectTimeout(
-                f"the WebSocket handshake with {target.display} did not complete within "
-                f"{params.connect_timeout:g} s (connect_timeout)"
-            )
         failure = stream.failure if stream is not None else None
         refused = tls_refusal_hint(failure) if failure is not None else None
         if refused is not None:
@@ -917,6 +991,26 @@ async def _handshake(
         ) from failure
     assert stream is not None
     return connection, stream
+
+
+def _raise_handshake_failure(failure: BaseException, display: str) -> NoReturn:
+    """Raise what a failure of the library during the handshake becomes: :class:`_RateLimited`
+    for a 429 with Retry-After, else :func:`_connect_failure`'s mapping (or ``failure``)."""
+    if isinstance(failure, trio_websocket.ConnectionRejected) and failure.status_code == 429:
+        value = next((v for k, v in failure.headers or () if k.lower() == b"retry-after"), None)
+        delay = retry_after_seconds(
+            None if value is None else value.decode("latin-1"), now=_retry.wall_clock()
+        )
+        if delay is not None:
+            raise _RateLimited(
+                delay,
+                f"WebSocket server {display} rejected the handshake with HTTP status 429 "
+                "(Too Many Requests)",
+            ) from failure
+    mapped = _connect_failure(failure, display)
+    if mapped is failure:
+        raise failure
+    raise mapped from failure
 
 
 #: What the WebSocket library raises for a broken handshake (besides a rejection).

@@ -149,6 +149,7 @@ def open_default_transport(
             client_cert=config.client_cert,
             client_key=config.client_key,
             proxy=config.proxy,
+            request_timeout=config.timeout,
         )
         if kind is TransportKind.SSE:
             return open_sse_transport(params, sink)

@@ -72,6 +72,7 @@ from ...protocol._jsonrpc import (
     parse_message,
 )
 from ...protocol._sse import SseEvent, SseParser
+from .. import _retry
 from .._base import (
     ConnectionEnded,
     FrameSink,
@@ -404,6 +405,14 @@ def _too_large(what: str, limit: int) -> FrameTooLarge:
     )
 
 
+def rate_limit_delay(response: httpx.Response) -> float | None:
+    """For a 429 answer, the seconds its ``Retry-After`` asks to wait; None for any other
+    answer, or a 429 without a usable ``Retry-After``."""
+    if response.status_code != 429:
+        return None
+    return _retry.retry_after_seconds(response.headers.get("retry-after"), now=_retry.wall_clock())
+
+
 def status_error(what: str, response: httpx.Response, body: str) -> HttpStatusError:
     """The :class:`HttpStatusError` for a response whose status is not a success: it says
     ``what`` was refused, the status, where a redirect points (redirects are not followed), and
@@ -544,6 +553,14 @@ class HttpParameters:
       ``client_key``: the PEM certificate (and its unencrypted key, in the same file or in
       ``client_key``) shown to a server that asks for one (mutual TLS). ``https://`` only; the
       files are loaded when the parameters are built.
+    - ``max_retry_after``: a request answered ``429 Too Many Requests`` with ``Retry-After``
+      (it was not processed) is sent again after the wait the server asks for, as long as the
+      waits of that request add up to no more than this (seconds; 0: never wait) and to no more
+      than what is left of its own time: ``connect_timeout`` for ``initialize``,
+      ``request_timeout`` (when given) for the other requests, counted from the moment the
+      transport took the request. A longer wait fails the request at once, saying so.
+    - ``request_timeout``: the caller's timeout for one request (the runtime passes the
+      server's call timeout), used only to bound those waits.
     - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy every request goes
       through (a ``CONNECT`` tunnel for ``https://``); without it, httpx's environment variables
       (``HTTPS_PROXY``, ``NO_PROXY``...) apply. ``repr()`` hides its password.
@@ -569,6 +586,8 @@ class HttpParameters:
     client_cert: str | None = None
     client_key: str | None = None
     proxy: str | None = attrs.field(default=None, repr=_url_repr)
+    max_retry_after: float = _retry.DEFAULT_MAX_RETRY_AFTER
+    request_timeout: float | None = None
     _ssl_context: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     #: ``url`` without its user information: what requests go to.
     _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
@@ -665,6 +684,11 @@ class HttpParameters:
                 problems.append((name, "must be a finite number of seconds > 0"))
         if not _seconds(self.read_timeout, allow_none=True):
             problems.append(("read_timeout", "must be a finite number of seconds > 0, or None"))
+        if not _seconds(self.request_timeout, allow_none=True):
+            problems.append(("request_timeout", "must be a finite number of seconds > 0, or None"))
+        wait: object = self.max_retry_after
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < math.inf:
+            problems.append(("max_retry_after", "must be a finite number of seconds >= 0"))
         return tuple(problems)
 
 
@@ -1197,6 +1221,31 @@ class HttpTransportBase:
             if not await self._emit(RequestFailed(request_id=request_id, error=error, sent=sent)):
                 return
             self._not_left.discard(request_id)
+
+    def _request_deadline(self, method: str | None, taken_at: float) -> float | None:
+        """When the time of a request taken at ``taken_at`` runs out (to bound the waits for
+        ``Retry-After``): ``connect_timeout`` after for ``initialize``, ``request_timeout``
+        after for another request (None: no limit)."""
+        params = self._params
+        budget = params.connect_timeout if method == "initialize" else params.request_timeout
+        return None if budget is None else taken_at + budget
+
+    def _retry_limit(self, waited: float, deadline: float | None) -> float:
+        """The longest wait for ``Retry-After`` that a request may still make: what is left of
+        ``max_retry_after`` after ``waited``, and of its time until ``deadline``."""
+        limit = self._params.max_retry_after - waited
+        if deadline is not None:
+            limit = min(limit, deadline - trio.current_time())
+        return limit
+
+    async def _wait_for_retry(self, what: str, delay: float) -> None:
+        logger.info(
+            "%s: the server is rate-limiting (HTTP 429): %s again in %g s (Retry-After)",
+            self.info,
+            what,
+            delay,
+        )
+        await trio.sleep(delay)
 
     def _departure(self, out: Outgoing) -> Departure:
         """Watch whether the POST of ``out`` goes out (see :class:`Departure`)."""

@@ -240,25 +240,26 @@ async def test_every_transport_goes_through_the_proxy(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("secure", [True, False], ids=["tls", "plain"])
 async def test_a_wrong_proxy_password_is_refused_naming_proxy_and_never_shown(
-    pki: Pki, kind: TransportKind, caplog: pytest.LogCaptureFixture
+    pki: Pki, kind: TransportKind, secure: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     for name in ("trio_mcp", "httpx", "httpcore", "trio-websocket"):
         caplog.set_level(logging.DEBUG, logger=name)
     async with trio.open_nursery() as nursery:
         proxy = await HttpProxy(credentials=("alice", "the-right-one")).start(nursery)
-        async with mcp_server(kind, pki.server_context()) as url:
-            server = config(
-                url,
-                kind,
-                ca_bundle=pki.ca_bundle,
-                proxy=proxy.url_with("alice", PROXY_PASSWORD),
-            )
+        async with mcp_server(kind, pki.server_context() if secure else None) as url:
+            options: dict[str, object] = {"proxy": proxy.url_with("alice", PROXY_PASSWORD)}
+            if secure:
+                options["ca_bundle"] = pki.ca_bundle
+            server = config(url, kind, **options)
             error = await first_failure(server)
         nursery.cancel_scope.cancel()
     assert proxy.refused >= 1
-    assert error.startswith("ConnectError: "), error
+    # A tunnel refused (CONNECT) cannot connect; a forwarded request refused is an answer.
+    forwarded = not secure and kind is not TransportKind.WS
+    assert error.startswith("HttpStatusError: " if forwarded else "ConnectError: "), error
     assert "407" in error
     assert "check the user and password in proxy" in error
     assert f"alice:***@127.0.0.1:{proxy.port}" in repr(server)

@@ -31,6 +31,7 @@ from ._base import (
 )
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel, ByteChannelStatistics
 from ._memory import MemoryTransport, MemoryTransportStatistics, memory_transport_pair
+from ._redact import install_log_redaction
 from ._websocket import (
     MCP_SUBPROTOCOL,
     WebSocketParameters,
@@ -85,6 +86,7 @@ __all__ = [
     "accept_websocket_transport",
     "child_environment",
     "collapse_exception_group",
+    "install_log_redaction",
     "item_size",
     "map_transport_errors",
     "memory_transport_pair",

@@ -22,7 +22,8 @@ Failures, all of them ours (:mod:`trio_mcp.protocol._errors`):
   (any HTTP status but 101), a server that does not accept the subprotocol ``mcp`` or answers
   something that is not a WebSocket handshake, or a connection closed during the handshake all
   raise :class:`ConnectError` naming the URL; no handshake within ``connect_timeout`` raises
-  :class:`ConnectTimeout`;
+  :class:`ConnectTimeout`. A handshake answered 429 with ``Retry-After`` is tried again after
+  that wait, while the waits fit in ``max_retry_after`` and ``connect_timeout``;
 - the end of the connection is the last item put into the sink, a
   :class:`~trio_mcp.transports._base.ConnectionEnded` whose error is a :class:`TransportClosed`
   once the peer closed the connection (the message says the close code and reason), the
@@ -39,10 +40,15 @@ The server side: :func:`accept_websocket_transport` accepts a handshake received
 ``trio_websocket.serve_websocket`` and runs the same transport over the connection, so that a
 WebSocket MCP server (in tests: ``FakeServer.serve_transport``) can serve it.
 
-Limits: HTTP proxies are not supported (the connection goes straight to the URL's host); the
-underlying library caps a message by its length in characters, and this transport caps it by
-its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes`` for a
-message of 4-byte characters. Each frame is written with its own write to the socket (the
+TLS and proxies: ``wss://`` verifies the server's certificate against the default trust store,
+or against ``ca_bundle``, and shows ``client_cert`` to a server that asks for one; a ``proxy``
+(``http://[user:password@]host:port``) carries the connection in a ``CONNECT`` tunnel, for
+``ws://`` and ``wss://`` alike. A refused certificate or proxy is a :class:`ConnectError` naming
+the setting to change.
+
+Limits: the underlying library caps a message by its length in characters, and this transport
+caps it by its length in UTF-8 bytes, so memory stays bounded by about 4 x ``max_frame_bytes``
+for a message of 4-byte characters. Each frame is written with its own write to the socket (the
 library offers no way to write several messages at once).
 """
 
@@ -56,7 +62,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, NoReturn, TypeAlias, cast
 
 import attrs
 import h11
@@ -75,6 +81,7 @@ from ..protocol._errors import (
 )
 from ..protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ..protocol._jsonrpc import RequestId
+from . import _retry
 from ._base import (
     ConnectionEnded,
     FrameSink,
@@ -85,6 +92,17 @@ from ._base import (
     open_inbox,
 )
 from ._channel import DEFAULT_MAILBOX_BYTES, ByteChannel
+from ._proxy import open_tunnel, proxy_problem
+from ._redact import install_log_redaction, redact_url
+from ._retry import retry_after_seconds, too_long_to_wait
+from ._tls import (
+    TLS_KEYS,
+    plaintext_problem,
+    tls_context,
+    tls_failure_hint,
+    tls_refusal_hint,
+    warn_plaintext,
+)
 
 __all__ = [
     "MCP_SUBPROTOCOL",
@@ -205,6 +223,20 @@ class WebSocketParameters:
     - ``close_timeout``: seconds :meth:`WebSocketTransport.aclose` waits for the server to
       answer the close handshake before it drops the connection.
     - ``ssl_context``: for ``wss://`` (default: the system's trusted certificates).
+    - ``ca_bundle``, ``client_cert``, ``client_key``: instead of ``ssl_context``, the PEM file of
+      the CA certificates the server's certificate must chain to (instead of the system's), and
+      the certificate (with its unencrypted key, in the same file or in ``client_key``) shown to
+      a server that asks for one. ``wss://`` only; the files are loaded when the parameters are
+      built.
+    - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy that carries the
+      connection (``CONNECT``). ``repr()`` hides its password.
+    - ``max_retry_after``: a handshake answered ``429 Too Many Requests`` with ``Retry-After``
+      is tried again after the wait it asks for, as long as the waits add up to no more than
+      this (seconds; 0: never wait) and fit in ``connect_timeout``; a longer wait fails the
+      connection at once, saying so.
+    - ``allow_insecure_http``: a plain ``ws://`` URL to another machine than this one is refused
+      without it (its traffic is not encrypted); to a loopback address it is allowed anyway.
+      Opening a plain ``ws://`` connection logs a warning either way.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
@@ -217,6 +249,15 @@ class WebSocketParameters:
     connect_timeout: float = 60.0
     close_timeout: float = 2.0
     ssl_context: ssl.SSLContext | None = attrs.field(default=None, eq=False, repr=False)
+    allow_insecure_http: bool = False
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = attrs.field(
+        default=None, repr=lambda value: repr(None if value is None else redact_url(value))
+    )
+    max_retry_after: float = _retry.DEFAULT_MAX_RETRY_AFTER
+    _tls: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     _target: _Target = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
@@ -228,6 +269,17 @@ class WebSocketParameters:
             target, why = _parse_url(self.url)
             if why is not None:
                 problems.append(("url", why))
+            elif target is not None and (
+                plaintext := plaintext_problem(
+                    "wss" if target.secure else "ws",
+                    target.host,
+                    allow=self.allow_insecure_http is True,
+                )
+            ):
+                problems.append(("url", plaintext))
+        flag: object = self.allow_insecure_http
+        if not isinstance(flag, bool):
+            problems.append(("allow_insecure_http", "must be True or False"))
         for name, value in self.headers.items():
             if not isinstance(name, str) or not _TOKEN.fullmatch(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
@@ -259,6 +311,25 @@ class WebSocketParameters:
             problems.append(("ssl_context", "must be an ssl.SSLContext or None"))
         elif context is not None and target is not None and not target.secure:
             problems.append(("ssl_context", "is only used with a wss:// URL"))
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is None:
+                continue
+            if not isinstance(path, str) or not path:
+                problems.append((key, "must be the path of a PEM file, or None"))
+            elif context is not None:
+                problems.append((key, "give either ssl_context or the TLS files, not both"))
+            elif target is not None and not target.secure:
+                problems.append((key, "is only used with a wss:// URL"))
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            problems.append(("proxy", why))
+        if _bad_seconds(self.max_retry_after, allow_zero=True):
+            problems.append(
+                (
+                    "max_retry_after",
+                    f"must be a finite number of seconds >= 0, got {self.max_retry_after!r}",
+                )
+            )
         if problems:
             raise McpTransportConfigError(
                 "invalid WebSocket server settings: "
@@ -267,6 +338,15 @@ class WebSocketParameters:
             )
         assert target is not None
         object.__setattr__(self, "_target", target)
+        try:
+            files = tls_context(
+                ca_bundle=self.ca_bundle, client_cert=self.client_cert, client_key=self.client_key
+            )
+        except McpTransportConfigError as exc:
+            raise McpTransportConfigError(
+                f"invalid WebSocket server settings: {exc}", problems=exc.problems
+            ) from None
+        object.__setattr__(self, "_tls", files if files is not None else self.ssl_context)
 
     @property
     def display_url(self) -> str:
@@ -756,68 +836,150 @@ def _cause(exc: BaseException | None) -> str:
 
 
 async def _open_stream(params: WebSocketParameters) -> trio.abc.Stream:
+    """The byte stream to the server: TCP (through the proxy's tunnel, if there is one), then
+    TLS for ``wss://``, its handshake done (so that a refused certificate says so)."""
     target = params._target
     try:
-        if not target.secure:
-            return await trio.open_tcp_stream(target.host, target.port)
-        context = params.ssl_context or ssl.create_default_context()
-        return await trio.open_ssl_over_tcp_stream(
-            target.host, target.port, ssl_context=context, https_compatible=True
-        )
+        if params.proxy is not None:
+            stream = await open_tunnel(params.proxy, target.host, target.port)
+        else:
+            stream = await trio.open_tcp_stream(target.host, target.port)
     except OSError as exc:
         raise ConnectError(
             f"could not connect to WebSocket server {target.display}: {exc}. Check that the "
             "server runs and that the host and port are right"
         ) from exc
+    if not target.secure:
+        return stream
+    context = params._tls or ssl.create_default_context()
+    secure = trio.SSLStream(stream, context, server_hostname=target.host, https_compatible=True)
+    try:
+        await secure.do_handshake()
+    except (trio.BrokenResourceError, OSError) as exc:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        hint = tls_failure_hint(exc) or f"the TLS handshake failed{_cause(exc)}"
+        raise ConnectError(
+            f"could not connect to WebSocket server {target.display}: {hint}"
+        ) from exc
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        raise
+    return secure
+
+
+class _RateLimited(Exception):
+    """The server answered the handshake 429 with Retry-After: try again after ``delay``."""
+
+    def __init__(self, delay: float, refusal: str) -> None:
+        super().__init__(refusal)
+        self.delay = delay
+        self.refusal = refusal
 
 
 async def _handshake(
     nursery: trio.Nursery, params: WebSocketParameters
 ) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
-    """Connect and perform the opening handshake; the library's reader runs in ``nursery``.
+    """Connect and perform the opening handshake; the library's side of the connection runs
+    in ``nursery``. A handshake answered 429 with Retry-After is tried again after the wait it
+    asks for, while the waits fit in ``connect_timeout`` and ``max_retry_after``.
 
-    Raises :class:`ConnectError` or :class:`ConnectTimeout`; a rejected handshake is raised by
-    the reader task, in ``nursery`` (see :func:`_connect_failure`).
+    Raises :class:`ConnectError` (a rejected handshake included: see
+    :func:`_connect_failure`) or :class:`ConnectTimeout`.
     """
     target = params._target
     headers = [
         (name.encode("ascii"), value.encode("utf-8")) for name, value in params.headers.items()
     ]
+    waited = 0.0
+    with trio.move_on_after(params.connect_timeout) as deadline:
+        while True:
+            try:
+                return await _handshake_once(nursery, params, headers)
+            except _RateLimited as limited:
+                left = deadline.deadline - trio.current_time()
+                limit = min(params.max_retry_after - waited, left)
+                if limited.delay > limit:
+                    raise ConnectError(
+                        too_long_to_wait(limited.refusal, limited.delay, limit)
+                    ) from limited
+                logger.info(
+                    "WebSocket server %s is rate-limiting (HTTP 429): connecting again in %g s "
+                    "(Retry-After)",
+                    target.display,
+                    limited.delay,
+                )
+                await trio.sleep(limited.delay)
+                waited += limited.delay
+    raise ConnectTimeout(
+        f"the WebSocket handshake with {target.display} did not complete within "
+        f"{params.connect_timeout:g} s (connect_timeout)"
+    )
+
+
+async def _run_client(
+    stream: _WatchedStream,
+    params: WebSocketParameters,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    task_status: trio.TaskStatus[trio_websocket.WebSocketConnection],
+) -> None:
+    """The library's side of one client connection: the opening handshake, then its reader,
+    until the connection ends. Started (with the connection) once the handshake completed; a
+    rejected or broken handshake is raised before that, so the opener gets it."""
+    target = params._target
+    async with trio.open_nursery() as library:
+        connection = await trio_websocket.wrap_client_stream(
+            library,
+            # wrap_client_stream takes any trio.abc.Stream (it only reads, writes and closes
+            # it); its annotation names the socket and TLS streams only.
+            cast("trio.SocketStream", stream),
+            target.host_header,
+            target.resource,
+            subprotocols=[MCP_SUBPROTOCOL],
+            extra_headers=headers,
+            message_queue_size=0,  # nothing is lost before an oversized message
+            max_message_size=params.max_frame_bytes,
+            receive_buffer_size=_READ_CHUNK,
+        )
+        task_status.started(connection)
+
+
+async def _handshake_once(
+    nursery: trio.Nursery, params: WebSocketParameters, headers: list[tuple[bytes, bytes]]
+) -> tuple[trio_websocket.WebSocketConnection, _WatchedStream]:
+    """One attempt of :func:`_handshake`; raises :class:`_RateLimited` for a 429 with
+    Retry-After."""
+    target = params._target
     stream: _WatchedStream | None = None
     connection: trio_websocket.WebSocketConnection | None = None
     try:
-        with trio.move_on_after(params.connect_timeout) as deadline:
-            stream = _WatchedStream(await _open_stream(params))
-            with trio.CancelScope() as watch:
-                stream.on_end = watch.cancel
-                connection = await trio_websocket.wrap_client_stream(
-                    nursery,
-                    # wrap_client_stream takes any trio.abc.Stream (it only reads, writes and
-                    # closes it); its annotation names the socket and TLS streams only.
-                    cast("trio.SocketStream", stream),
-                    target.host_header,
-                    target.resource,
-                    subprotocols=[MCP_SUBPROTOCOL],
-                    extra_headers=headers,
-                    message_queue_size=0,  # nothing is lost before an oversized message
-                    max_message_size=params.max_frame_bytes,
-                    receive_buffer_size=_READ_CHUNK,
-                )
-            stream.on_end = None
-            if watch.cancelled_caught:
-                connection = None
+        stream = _WatchedStream(await _open_stream(params))
+        with trio.CancelScope() as watch:
+            stream.on_end = watch.cancel
+            try:
+                connection = await nursery.start(_run_client, stream, params, headers)
+            except BaseExceptionGroup as group:
+                failure = _single_failure(group)
+                if failure is None:
+                    raise
+                _raise_handshake_failure(failure, target.display)
+        stream.on_end = None
+        if watch.cancelled_caught:
+            connection = None
     finally:
         if connection is None and stream is not None:
-            # Failed, timed out, or cancelled (a rejection raised by the reader task).
+            # Failed, rejected, timed out or cancelled.
             with trio.CancelScope(shield=True):
                 await stream.aclose()
     if connection is None:
-        if deadline.cancelled_caught:
-            raise ConnectTimeout(
-                f"the WebSocket handshake with {target.display} did not complete within "
-                f"{params.connect_timeout:g} s (connect_timeout)"
-            )
         failure = stream.failure if stream is not None else None
+        refused = tls_refusal_hint(failure) if failure is not None else None
+        if refused is not None:
+            raise ConnectError(
+                f"could not connect to WebSocket server {target.display}: {refused}"
+            ) from failure
         what = (
             f"WebSocket server {target.display} closed the connection during the handshake"
             if failure is None
@@ -829,6 +991,26 @@ async def _handshake(
         ) from failure
     assert stream is not None
     return connection, stream
+
+
+def _raise_handshake_failure(failure: BaseException, display: str) -> NoReturn:
+    """Raise what a failure of the library during the handshake becomes: :class:`_RateLimited`
+    for a 429 with Retry-After, else :func:`_connect_failure`'s mapping (or ``failure``)."""
+    if isinstance(failure, trio_websocket.ConnectionRejected) and failure.status_code == 429:
+        value = next((v for k, v in failure.headers or () if k.lower() == b"retry-after"), None)
+        delay = retry_after_seconds(
+            None if value is None else value.decode("latin-1"), now=_retry.wall_clock()
+        )
+        if delay is not None:
+            raise _RateLimited(
+                delay,
+                f"WebSocket server {display} rejected the handshake with HTTP status 429 "
+                "(Too Many Requests)",
+            ) from failure
+    mapped = _connect_failure(failure, display)
+    if mapped is failure:
+        raise failure
+    raise mapped from failure
 
 
 #: What the WebSocket library raises for a broken handshake (besides a rejection).
@@ -910,7 +1092,9 @@ async def open_websocket_transport(
     when the block is cancelled. An exception raised in the block comes out as itself (not
     wrapped in an :class:`ExceptionGroup`).
     """
+    install_log_redaction()
     target = params._target
+    warn_plaintext(logger, "wss" if target.secure else "ws", target.host, target.display)
     connected = False
     try:
         async with trio.open_nursery() as nursery:

@@ -25,6 +25,8 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
+from ...transports._proxy import proxy_problem
+from ...transports._tls import TLS_KEYS, plaintext_problem
 from ._approvals import ProjectOrigin
 from ._backoff import RetryPolicy
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
@@ -267,6 +269,18 @@ class ServerConfig:
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=_mapping_repr)
     #: ``"oauth"``: sign in with OAuth 2.1 (URL servers only); None: no sign-in.
     auth: str | None = None
+    #: A plain ``http://`` / ``ws://`` URL to another machine is refused without it (loopback
+    #: URLs need no opt-in).
+    allow_insecure_http: bool = False
+    #: PEM file of the CA certificates the server's certificate must chain to (instead of the
+    #: default trust store); ``https://`` / ``wss://`` only.
+    ca_bundle: str | None = None
+    #: PEM certificate (and key, unless ``client_key`` is given) shown to a server that asks for
+    #: a client certificate (mutual TLS).
+    client_cert: str | None = None
+    client_key: str | None = None
+    #: ``http://[user:password@]host:port`` of an HTTP proxy to reach the server through.
+    proxy: str | None = attrs.field(default=None, repr=_url_repr)
     # a transport the host builds (type CUSTOM)
     transport_factory: TransportFactory | None = attrs.field(default=None, eq=False, repr=False)
 
@@ -360,7 +374,68 @@ class ServerConfig:
                         f"not to a {kind.value!r} server",
                     )
                 )
+        found.extend(self._network_problems(kind))
         return tuple(found)
+
+    def _network_problems(self, kind: TransportKind) -> list[tuple[str, str]]:
+        """The problems of the settings of the network path to a URL server: the opt-in for
+        plain ``http://`` / ``ws://`` to another machine, credentials given twice."""
+        name = self.name
+        found: list[tuple[str, str]] = []
+        flag: object = self.allow_insecure_http  # hosts build configs from untyped code too
+        if not isinstance(flag, bool):
+            found.append(
+                (
+                    "allow_insecure_http",
+                    f"server {name!r}: allow_insecure_http must be True or False",
+                )
+            )
+        if not kind.is_url:
+            for key in ("allow_insecure_http", *TLS_KEYS, "proxy"):
+                if getattr(self, key):
+                    found.append((key, f"server {name!r}: {key} applies to URL servers only"))
+            return found
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is not None and (not isinstance(path, str) or not path):
+                found.append((key, f"server {name!r}: {key} must be the path of a PEM file"))
+        if self.client_key is not None and self.client_cert is None:
+            found.append(
+                (
+                    "client_key",
+                    f"server {name!r}: client_key is used with client_cert only: set client_cert "
+                    "too",
+                )
+            )
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            found.append(("proxy", f"server {name!r}: proxy {why}"))
+        if not isinstance(self.url, str):
+            return found
+        try:
+            parts = urlsplit(self.url)
+            host = parts.hostname or ""
+        except ValueError:
+            return found  # not a URL: the loader and the transport say so
+        plaintext = plaintext_problem(parts.scheme, host, allow=self.allow_insecure_http is True)
+        if plaintext is not None:
+            found.append(("url", f"server {name!r}: url {redact_url(self.url)!r} {plaintext}"))
+        if parts.scheme.lower() in ("http", "ws"):
+            for key in TLS_KEYS:
+                if getattr(self, key) is not None:
+                    found.append(
+                        (key, f"server {name!r}: {key} is only used with an https:// or wss:// URL")
+                    )
+        if (parts.username or parts.password) and any(
+            name.lower() == "authorization" for name in self.headers
+        ):
+            found.append(
+                (
+                    "url",
+                    f"server {self.name!r}: url holds user:password@ and headers has an "
+                    "Authorization header too: give the credentials one way",
+                )
+            )
+        return found
 
     @property
     def transport_kind(self) -> TransportKind:

@@ -40,6 +40,7 @@ from typing import Any, Final, Literal, TypeAlias
 import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
+from ...transports._tls import TLS_KEYS, tls_context
 from ._approvals import APPROVALS_FILE_NAME, project_origin
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
@@ -114,7 +115,16 @@ _LOG_LEVELS: Final = (
     "emergency",
 )
 _STDIO_KEYS: Final = ("command", "args", "env", "cwd")
-_URL_KEYS: Final = ("url", "headers", "auth")
+_URL_KEYS: Final = (
+    "url",
+    "headers",
+    "auth",
+    "allow_insecure_http",
+    "ca_bundle",
+    "client_cert",
+    "client_key",
+    "proxy",
+)
 #: Keys whose problems are transport problems (McpTransportConfigError).
 _TRANSPORT_KEYS: Final = frozenset({"", "name", "type", *_STDIO_KEYS, *_URL_KEYS})
 _COMMON_KEYS: Final = frozenset(
@@ -813,6 +823,35 @@ class _ServerReader:
                 self.bad(("auth",), f"auth must be 'oauth' (or absent), got {_show(auth)}")
             else:
                 options["auth"] = auth
+        options |= self.network(inferred, options.get("url"))
+        return options
+
+    def network(self, kind: TransportKind, url: str | None) -> dict[str, Any]:
+        """The settings of the network path to a URL server: ``allow_insecure_http``, the TLS
+        files (checked here, for an ``https://`` or ``wss://`` server: they must load) and
+        ``proxy`` (``${VAR}`` expanded, like ``url``)."""
+        options: dict[str, Any] = {}
+        if "allow_insecure_http" in self.data:
+            options["allow_insecure_http"] = self.flag("allow_insecure_http", False)
+        before = len(self.reader.problems)
+        for key in TLS_KEYS:
+            if (path := self.string(key)) is not None:
+                options[key] = path
+        if self.data.get("proxy") is not None:
+            proxy = self.text(self.data["proxy"], ("proxy",), expand=True)
+            if proxy is not None:
+                options["proxy"] = proxy
+        secure = kind.is_url and (url or "").lower().startswith(("https://", "wss://"))
+        if secure and len(self.reader.problems) == before and any(k in options for k in TLS_KEYS):
+            try:
+                tls_context(
+                    ca_bundle=options.get("ca_bundle"),
+                    client_cert=options.get("client_cert"),
+                    client_key=options.get("client_key"),
+                )
+            except McpTransportConfigError as exc:
+                for key, message in exc.problems:
+                    self.bad((key,), f"{key}: {message}")
         return options
 
     def check_url(self, url: str, kind: TransportKind) -> None:
@@ -1290,6 +1329,11 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             view["url"] = None if server.url is None else redact_url(server.url)
             view["headers"] = dict.fromkeys(server.headers, REDACTED)
             view["auth"] = server.auth
+            view["allow_insecure_http"] = server.allow_insecure_http
+            view["ca_bundle"] = server.ca_bundle
+            view["client_cert"] = server.client_cert
+            view["client_key"] = server.client_key
+            view["proxy"] = None if server.proxy is None else redact_url(server.proxy)
         view |= {
             "enabled": server.enabled,
             "connect_timeout": server.connect_timeout,

@@ -122,7 +122,8 @@ def open_default_transport(
     stdio runs the command; ``http`` speaks Streamable HTTP to ``url`` (falling back to the legacy
     HTTP+SSE transport when the server answers the first ``initialize`` with 400, 404 or 405);
     ``sse`` speaks the legacy HTTP+SSE transport; ``ws`` speaks WebSocket (subprotocol ``mcp``);
-    all three send the configured ``headers``. A custom ``transport_factory`` is called with
+    all three send the configured ``headers`` and use the server's TLS settings (``ca_bundle``,
+    ``client_cert``, ``client_key``) and ``proxy``. A custom ``transport_factory`` is called with
     ``sink``. ``shutdown_grace``: the stdio shutdown steps (close stdin, SIGTERM, SIGKILL) share
     it. Raises :class:`McpTransportConfigError` for an invalid URL or header."""
     kind = config.transport_kind
@@ -152,6 +153,12 @@ def open_default_transport(
             headers=dict(config.headers),
             max_frame_bytes=config.max_frame_bytes,
             connect_timeout=config.connect_timeout,
+            allow_insecure_http=config.allow_insecure_http,
+            ca_bundle=config.ca_bundle,
+            client_cert=config.client_cert,
+            client_key=config.client_key,
+            proxy=config.proxy,
+            request_timeout=config.timeout,
         )
         if kind is TransportKind.SSE:
             return open_sse_transport(params, sink)
@@ -164,6 +171,11 @@ def open_default_transport(
                 headers=dict(config.headers),
                 max_frame_bytes=config.max_frame_bytes,
                 connect_timeout=config.connect_timeout,
+                allow_insecure_http=config.allow_insecure_http,
+                ca_bundle=config.ca_bundle,
+                client_cert=config.client_cert,
+                client_key=config.client_key,
+                proxy=config.proxy,
             ),
             sink,
         )

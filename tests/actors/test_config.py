@@ -182,7 +182,7 @@ def test_a_bad_shutdown_grace_is_refused_like_a_timeout(value: object, message: 
 def test_a_name_used_twice_is_refused() -> None:
     with pytest.raises(McpTransportConfigError, match="server 'a' is configured twice"):
         RuntimeConfig(
-            servers=(ServerConfig(name="a", command="x"), ServerConfig(name="a", url="http://h"))
+            servers=(ServerConfig(name="a", command="x"), ServerConfig(name="a", url="https://h"))
         )
 
 

@@ -204,10 +204,10 @@ def test_echo_policies_and_switches_are_validated() -> None:
         ("<config>: execution.networkPolicy", "must be 'deny' or 'allow', got 'open'"),
         (
             "<config>: tools.mcp_servers.a.trust",
-            "server 'a': unknown key 'trust' (known keys: args, auth, command, connect_timeout, "
-            "cwd, enabled, env, headers, log_level, max_call_time, max_frame_bytes, "
-            "progress_resets_timeout, resources, skills, timeout, tools_exclude, tools_include, "
-            "trust_level, type, url)",
+            "server 'a': unknown key 'trust' (known keys: allow_insecure_http, args, auth, "
+            "ca_bundle, client_cert, client_key, command, connect_timeout, cwd, enabled, env, "
+            "headers, log_level, max_call_time, max_frame_bytes, progress_resets_timeout, proxy, "
+            "resources, skills, timeout, tools_exclude, tools_include, trust_level, type, url)",
         ),
         (
             "<config>: tools.mcp_servers.a.trust_level",
@@ -542,8 +542,9 @@ def test_value_types_are_checked() -> None:
     ) == (
         (
             "<config>: mcpServers.a.nope",
-            "server 'a': unknown key 'nope' (known keys: args, auth, command, cwd, enabled, env, "
-            "headers, log_level, max_call_time, max_frame_bytes, progress_resets_timeout, "
+            "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
+            "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
+            "log_level, max_call_time, max_frame_bytes, progress_resets_timeout, proxy, "
             "resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
         ),
         (
@@ -962,7 +963,7 @@ def test_redacted_config_hides_every_secret() -> None:
                     },
                     "web": {
                         "url": "https://u:pw-1@h.example/mcp?key=k-1",
-                        "headers": {"Authorization": "Bearer ${TOKEN}"},
+                        "headers": {"X-Api-Key": "Bearer ${TOKEN}"},
                         "auth": "oauth",
                     },
                 }
@@ -1006,8 +1007,13 @@ def test_redacted_config_hides_every_secret() -> None:
             "web": {
                 "type": "http",
                 "url": "https://u:***@h.example/mcp?key=***",
-                "headers": {"Authorization": "***"},
+                "headers": {"X-Api-Key": "***"},
                 "auth": "oauth",
+                "allow_insecure_http": False,
+                "ca_bundle": None,
+                "client_cert": None,
+                "client_key": None,
+                "proxy": None,
                 "enabled": True,
                 "connect_timeout": 60.0,
                 "timeout": 120.0,

@@ -2,7 +2,8 @@
 
 - :func:`serve_http` runs an HTTP/1.1 server whose every request goes to an async handler with a
   :class:`Reply` to answer (a whole body, or a stream of chunks such as SSE events; or an abrupt
-  close). It records every request, and can be killed and restarted on the same port.
+  close). It records every request, and can be killed and restarted on the same port. Given an
+  ``ssl_context`` it serves HTTPS (``base`` is then an ``https://`` URL).
 - :class:`FakeMcpHttp` is a scriptable Streamable HTTP MCP server on top of it: sessions (404 or
   the TypeScript SDK's 400 on an unknown one), SSE or JSON answers, priming events, resumable
   streams (``Last-Event-ID``), the GET stream, DELETE; tools are async functions of the test.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
@@ -84,7 +86,7 @@ class Reply:
     """The answer to one request."""
 
     _conn: h11.Connection
-    _stream: trio.SocketStream
+    _stream: trio.abc.Stream
     started: bool = False
     finished: bool = False
     aborted: bool = False
@@ -158,13 +160,13 @@ class Reply:
         await self._stream.aclose()
 
 
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> HttpRequest | None:
+async def _read_request(conn: h11.Connection, stream: trio.abc.Stream) -> HttpRequest | None:
     head: h11.Request | None = None
     body: list[bytes] = []
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
+            conn.receive_data(bytes(await stream.receive_some(65536)))
         elif isinstance(event, h11.Request):
             head = event
         elif isinstance(event, h11.Data):
@@ -197,11 +199,16 @@ class HttpServer:
     requests: list[HttpRequest] = attrs.field(factory=list)
     #: How many TCP connections were accepted.
     connections: int = 0
+    #: Serve HTTPS with this context (server side).
+    ssl_context: ssl.SSLContext | None = None
+    #: TLS handshakes that failed (a client that refused our certificate, or had none).
+    tls_failures: int = 0
     _scope: trio.CancelScope | None = None
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def by_method(self, method: str) -> list[HttpRequest]:
         return [r for r in self.requests if r.method == method]
@@ -229,11 +236,21 @@ class HttpServer:
                 for listener in listeners:
                     await listener.aclose()
 
-    async def _connection(self, stream: trio.SocketStream) -> None:
+    async def _connection(self, raw: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
         self.connections += 1
         number = self.connections
+        stream: trio.abc.Stream = raw
         try:
+            if self.ssl_context is not None:
+                secure = trio.SSLStream(raw, self.ssl_context, server_side=True)
+                stream = secure
+                try:
+                    await secure.do_handshake()
+                except trio.BrokenResourceError:
+                    self.tls_failures += 1
+                    await send_tls_alert(secure)
+                    raise
             while True:
                 request = await _read_request(conn, stream)
                 if request is None:
@@ -260,11 +277,30 @@ class HttpServer:
                 await stream.aclose()
 
 
+async def send_tls_alert(stream: trio.SSLStream[trio.SocketStream]) -> None:
+    """Send what OpenSSL prepared when a server-side handshake failed (the alert that says why:
+    a client certificate missing or refused) before the connection is closed, as OpenSSL-based
+    servers do; trio drops it."""
+    alert = stream._outgoing.read()  # trio keeps the TLS records it did not send there
+    raw = stream.transport_stream
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        if alert:
+            await raw.send_all(alert)
+        # Read what the client sent meanwhile before the socket is closed: closing it with
+        # unread data would reset the connection, and the client could lose the alert.
+        await raw.send_eof()
+        with trio.move_on_after(1):
+            while await raw.receive_some(65536):
+                pass
+
+
 @asynccontextmanager
-async def serve_http(handler: Handler) -> AsyncIterator[HttpServer]:
-    """Serve ``handler`` on 127.0.0.1 (a free port) for the block."""
+async def serve_http(
+    handler: Handler, *, ssl_context: ssl.SSLContext | None = None
+) -> AsyncIterator[HttpServer]:
+    """Serve ``handler`` on 127.0.0.1 (a free port) for the block; HTTPS with ``ssl_context``."""
     async with trio.open_nursery() as nursery:
-        server = HttpServer(handler, nursery)
+        server = HttpServer(handler, nursery, ssl_context=ssl_context)
         await server.start()
         try:
             yield server

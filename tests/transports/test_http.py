@@ -1417,7 +1417,11 @@ async def test_closing_deletes_the_session_and_a_405_is_fine(
             await initialize(t, inbox)
         assert fake.deleted == ["session-1"]
         assert t.statistics().deletes == 1
-        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert warnings == [
+            f"the connection to {t.info.detail} is not encrypted (plain http://); it stays on "
+            "this machine (loopback)"
+        ]
         await t.aclose()  # idempotent
         closed_cleanly(t, inbox)
         with pytest.raises(TransportClosed, match="was closed; open a new one"):
@@ -1468,7 +1472,7 @@ def test_parameters_are_validated_and_list_every_problem() -> None:
 
 
 def test_header_values_never_appear_in_repr() -> None:
-    p = HttpParameters(url="http://h/mcp", headers={"Authorization": SECRET, "X-Team": "blue"})
+    p = HttpParameters(url="https://h/mcp", headers={"Authorization": SECRET, "X-Team": "blue"})
     assert SECRET not in repr(p)
     assert "headers={'Authorization': '***', 'X-Team': '***'}" in repr(p)
 

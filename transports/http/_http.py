@@ -39,7 +39,11 @@ They fail that call alone, as a :class:`~trio_mcp.transports._base.RequestFailed
 and are never disguised as JSON-RPC errors:
 
 - an error status answering a POSTed request: :class:`HttpStatusError` (status and an excerpt of
-  the body), ``sent=True``;
+  the body), ``sent=True``; except a 429 with ``Retry-After``, which is waited for and the
+  request POSTed again (it was not processed), while the waits fit in ``max_retry_after`` and
+  what is left of the request's time; beyond that it fails at once, ``sent=False``
+  (:mod:`trio_mcp.transports._retry`). Notifications and responses answered so are POSTed
+  again the same way, the pump waiting meanwhile (they stay in order);
 - a response stream that ends or breaks before its response: it is resumed with a GET carrying
   ``Last-Event-ID`` after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s), up
   to ``max_resume_attempts`` times in a row without progress; when that is impossible (no event
@@ -122,6 +126,7 @@ from ...protocol._errors import (
 from ...protocol._jsonrpc import RequestId
 from ...protocol._sse import SseParser
 from .._base import FrameSink, SessionExpiredNotice, TransportInfo
+from .._retry import too_long_to_wait
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -146,6 +151,7 @@ from ._http_base import (
     open_stream,
     open_transport,
     parse_events,
+    rate_limit_delay,
     read_body,
     read_excerpt,
     status_error,
@@ -166,9 +172,10 @@ _NO_VALID_SESSION: Final = re.compile(
 #: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
 
-#: What follows the answer to a POSTed request: nothing more, resuming its stream, or POSTing
-#: it again with the current session (an older session refused it).
-_Next = Literal["done", "resume", "repost"]
+#: What follows the answer to a POSTed request: nothing more, resuming its stream, POSTing it
+#: again with the current session (an older session refused it), or POSTing it again after the
+#: wait a 429 asked for (``_Stream.rate_limited``).
+_Next = Literal["done", "resume", "repost", "later"]
 
 
 def _is_event_stream(response: httpx.Response) -> bool:
@@ -209,6 +216,12 @@ class _Stream:
     #: An event over max_frame_bytes that was skipped: the call fails with it if its response
     #: does not arrive.
     too_large: FrameTooLarge | None = None
+    #: When the pump took it (trio time): its time for Retry-After waits counts from there.
+    taken_at: float = attrs.Factory(trio.current_time)
+    #: Seconds it waited for Retry-After so far, and the last 429 (the wait it asks, the
+    #: refusal) while a wait is due.
+    waited: float = 0.0
+    rate_limited: tuple[float, HttpStatusError] | None = None
 
     @property
     def method(self) -> str:
@@ -258,7 +271,7 @@ class HttpTransport(HttpTransportBase):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        self._url = httpx.URL(self._params.url)
+        self._url = self._params.endpoint
         self._where = display_url(self._url)
         self._may_fall_back = self._params.legacy_fallback
 
@@ -455,7 +468,9 @@ class HttpTransport(HttpTransportBase):
     # ------------------------------------------------------------------ sending
 
     async def _post_message(self, seq: int, frame: bytes, out: Outgoing) -> None:
-        """POST a notification or a response and wait for the server to accept it."""
+        """POST a notification or a response and wait for the server to accept it (or for the
+        wait a 429 asks for, within ``max_retry_after``, and POST it again)."""
+        waited = 0.0
         while True:
             session_id = self._session_id
             what = f"POST {out.label} to {self.info.detail}"
@@ -468,6 +483,7 @@ class HttpTransport(HttpTransportBase):
             self._posts += 1
             log_request(what, headers)
             error: HttpStatusError | None = None
+            delay: float | None = None
             try:
                 with map_http_errors(what):
                     async with open_stream(
@@ -482,12 +498,24 @@ class HttpTransport(HttpTransportBase):
                             await discard_body(response)
                         else:
                             error = status_error(what, response, await read_excerpt(response))
+                            delay = rate_limit_delay(response)
             except ConnectError as exc:
                 self._end(self._unreachable(exc))
                 return
             except TransportClosed as exc:
                 logger.warning("%s: %s", self.info, exc)
             else:
+                if error is not None and delay is not None:
+                    limit = self._retry_limit(waited, None)
+                    if delay <= limit:
+                        await self._wait_for_retry(out.label, delay)
+                        waited += delay
+                        continue
+                    error = HttpStatusError(
+                        too_long_to_wait(str(error), delay, limit),
+                        status=error.status,
+                        body=error.body,
+                    )
                 if error is not None and self._is_expiry(error, session_id):
                     if await self._session_expired(session_id, held=(seq, frame, out)):
                         continue
@@ -575,9 +603,36 @@ class HttpTransport(HttpTransportBase):
             if step == "repost":
                 self._renew_stream(stream, out)
                 continue
+            if step == "later":
+                if not await self._wait_to_repost(stream):
+                    return
+                departure = self._departure(out)
+                continue
             if step == "resume" and stream.ids:
                 await self._resume_stream(stream, reason)
             return
+
+    async def _wait_to_repost(self, stream: _Stream) -> bool:
+        """The server answered the request 429 with Retry-After (it did not process it): wait
+        as asked and say True (POST it again), or fail its calls at once when the wait would
+        take longer than the request may still wait (see :class:`HttpParameters`)."""
+        assert stream.rate_limited is not None
+        (delay, refusal), stream.rate_limited = stream.rate_limited, None
+        limit = self._retry_limit(
+            stream.waited, self._request_deadline(stream.out.method, stream.taken_at)
+        )
+        if delay > limit:
+            error = HttpStatusError(
+                too_long_to_wait(str(refusal), delay, limit),
+                status=refusal.status,
+                body=refusal.body,
+            )
+            await self._fail_stream(stream, error, sent=False)
+            return False
+        self._not_left.update(stream.ids)  # not processed: unsent, should the connection end now
+        await self._wait_for_retry(stream.method, delay)
+        stream.waited += delay
+        return True
 
     def _renew_stream(self, stream: _Stream, out: Outgoing) -> None:
         """An older session refused the request after the transport stopped holding: POST it
@@ -597,6 +652,10 @@ class HttpTransport(HttpTransportBase):
         what = f"POST {stream.method} to {self.info.detail}"
         if not response.is_success:
             error = status_error(what, response, await read_excerpt(response))
+            delay = rate_limit_delay(response)
+            if delay is not None:
+                stream.rate_limited = (delay, error)
+                return "later"
             return await self._refused(frame, out, stream, error)
         self._reached = True
         self._may_fall_back = False
@@ -751,6 +810,7 @@ class HttpTransport(HttpTransportBase):
             self._gets += 1
             self._resumptions += 1
             log_request(what, headers)
+            delay: float | None = None
             try:
                 with map_http_errors(what):
                     async with open_stream(
@@ -765,12 +825,24 @@ class HttpTransport(HttpTransportBase):
                             continue
                         body = await read_excerpt(response)
                         error = status_error(what, response, body)
+                        delay = rate_limit_delay(response)
             except ConnectError as exc:
                 self._end(self._unreachable(exc))
                 return
             except TransportClosed as exc:
                 reason = str(exc)
                 continue
+            if delay is not None:
+                deadline = self._request_deadline(stream.out.method, stream.taken_at)
+                limit = self._retry_limit(stream.waited, deadline)
+                if delay <= limit:
+                    attempts -= 1  # a wait asked for, not a failed attempt
+                    await self._wait_for_retry(what, delay)
+                    stream.waited += delay
+                    continue
+                error = HttpStatusError(
+                    too_long_to_wait(str(error), delay, limit), status=error.status, body=error.body
+                )
             if self._is_expiry(error, stream.session_id):
                 lost, stream.ids = tuple(stream.ids), set()
                 await self._session_expired(stream.session_id, lost=lost)
@@ -817,6 +889,7 @@ class HttpTransport(HttpTransportBase):
                 self._get_state = "connecting"
                 log_request(f"GET {self.info.detail}", headers)
                 error: HttpStatusError | None = None
+                delay: float | None = None
                 try:
                     with map_http_errors(what):
                         async with open_stream(
@@ -829,6 +902,7 @@ class HttpTransport(HttpTransportBase):
                             else:
                                 body = await read_excerpt(response)
                                 error = status_error(f"GET {self.info.detail}", response, body)
+                                delay = rate_limit_delay(response)
                 except ConnectError as exc:
                     self._get_state = "failed"
                     self._end(self._unreachable(exc))
@@ -840,7 +914,7 @@ class HttpTransport(HttpTransportBase):
                         self._get_state = "off"
                         await self._session_expired(session_id)
                         return
-                    if error.status < 500:
+                    if error.status < 500 and delay is None:
                         self._get_state = "unsupported"
                         level = logging.DEBUG if error.status == 405 else logging.WARNING
                         logger.log(level, "%s: no stream for server messages: %s", self.info, error)
@@ -850,7 +924,8 @@ class HttpTransport(HttpTransportBase):
                         self._get_state = "failed"
                         logger.warning("%s: gave up %s: %s", self.info, what, error)
                         return
-                await trio.sleep(self._retry_delay(parser))
+                wait = min(delay or 0.0, self._params.max_retry_after)
+                await trio.sleep(max(self._retry_delay(parser), wait))
 
     async def _read_get_events(self, response: httpx.Response, parser: SseParser) -> None:
         def oversized(exc: FrameTooLarge) -> None:

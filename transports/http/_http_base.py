@@ -26,16 +26,21 @@ HTTP requests; both transports are actors in the manner of the contract
 
 Secrets: configured header values never appear in ``repr()``, logs or error messages (headers
 whose names look secret are logged as ``***``), nor do the session id, the query string or the
-user information of a URL (see :func:`display_url`).
+user information of a URL (see :func:`display_url`). User information in the configured URL
+goes out as an ``Authorization: Basic`` header, never in a request's URL, and the logs of httpx
+and httpcore go through the filter of :mod:`trio_mcp.transports._redact`, installed when a
+transport opens.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
 import math
 import re
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import MappingProxyType
@@ -67,6 +72,7 @@ from ...protocol._jsonrpc import (
     parse_message,
 )
 from ...protocol._sse import SseEvent, SseParser
+from .. import _retry
 from .._base import (
     ConnectionEnded,
     FrameSink,
@@ -78,6 +84,16 @@ from .._base import (
     open_inbox,
 )
 from .._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
+from .._proxy import proxy_problem
+from .._redact import install_log_redaction, redact_url
+from .._tls import (
+    TLS_KEYS,
+    plaintext_problem,
+    tls_context,
+    tls_failure_hint,
+    tls_refusal_hint,
+    warn_plaintext,
+)
 
 __all__ = [
     "HttpParameters",
@@ -389,6 +405,14 @@ def _too_large(what: str, limit: int) -> FrameTooLarge:
     )
 
 
+def rate_limit_delay(response: httpx.Response) -> float | None:
+    """For a 429 answer, the seconds its ``Retry-After`` asks to wait; None for any other
+    answer, or a 429 without a usable ``Retry-After``."""
+    if response.status_code != 429:
+        return None
+    return _retry.retry_after_seconds(response.headers.get("retry-after"), now=_retry.wall_clock())
+
+
 def status_error(what: str, response: httpx.Response, body: str) -> HttpStatusError:
     """The :class:`HttpStatusError` for a response whose status is not a success: it says
     ``what`` was refused, the status, where a redirect points (redirects are not followed), and
@@ -396,6 +420,8 @@ def status_error(what: str, response: httpx.Response, body: str) -> HttpStatusEr
     status = response.status_code
     phrase = response.reason_phrase or httpx.codes.get_reason_phrase(status)
     message = f"{what}: the server answered HTTP {status}" + (f" {phrase}" if phrase else "")
+    if status == 407:
+        message += " (from the proxy: check the user and password in proxy)"
     location = response.headers.get("location")
     if 300 <= status < 400 and location:
         try:
@@ -422,12 +448,32 @@ def map_http_errors(what: str) -> Iterator[None]:
         yield
     except httpx.ConnectTimeout as exc:
         raise ConnectTimeout(f"{what} failed: connecting timed out") from exc
+    except httpx.ProxyError as exc:
+        raise ConnectError(f"{what} failed: {_proxy_refusal(exc)}") from exc
     except httpx.ConnectError as exc:
+        hint = tls_failure_hint(exc)
+        if hint is not None:
+            raise ConnectError(f"{what} failed: {hint}") from exc
         raise ConnectError(f"{what} failed: could not connect ({_describe(exc)})") from exc
     except httpx.TimeoutException as exc:
         raise TransportClosed(f"{what} failed: {type(exc).__name__} (timed out)") from exc
     except httpx.HTTPError as exc:
+        # TLS 1.3: a server that refuses our certificate says so after our side of the
+        # handshake is done, so it surfaces on the first read; the request was never processed.
+        hint = tls_refusal_hint(exc)
+        if hint is not None:
+            raise ConnectError(f"{what} failed: {hint}") from exc
         raise TransportClosed(f"{what} failed: {_describe(exc)}") from exc
+
+
+def _proxy_refusal(exc: httpx.ProxyError) -> str:
+    said = str(exc) or type(exc).__name__
+    if said.startswith("407"):
+        return (
+            f"the proxy refused the tunnel ({said}): check the user and password in proxy "
+            "(http://user:password@host:port)"
+        )
+    return f"the proxy refused the tunnel ({said}): check proxy in the server's settings"
 
 
 def _describe(exc: BaseException) -> str:
@@ -444,6 +490,18 @@ def _to_headers(value: Mapping[str, str]) -> Mapping[str, str]:
 
 def _redact_repr(value: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{name!r}: '***'" for name in value) + "}"
+
+
+def _url_repr(value: str | None) -> str:
+    return repr(redact_url(value)) if isinstance(value, str) else repr(value)
+
+
+def _basic_authorization(url: httpx.URL) -> str | None:
+    """The ``Authorization: Basic`` value for the user information of ``url`` (None without)."""
+    if not url.username and not url.password:
+        return None
+    pair = f"{url.username}:{url.password}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _seconds(value: object, *, allow_none: bool = False) -> bool:
@@ -463,7 +521,9 @@ class HttpParameters:
     """How to reach one server over HTTP (Streamable HTTP, or the legacy HTTP+SSE transport).
 
     - ``url``: the MCP endpoint (Streamable HTTP) or the SSE endpoint (HTTP+SSE); ``http`` or
-      ``https``.
+      ``https``. User information in it (``https://user:password@host/mcp``) is sent as an
+      ``Authorization: Basic`` header, never as part of the URL, so that no log of a request
+      carries it; ``repr()`` hides the password and the values of the query string.
     - ``headers``: sent with every HTTP request (``Authorization``, API keys...). Their values
       never appear in ``repr()`` or logs.
     - ``max_frame_bytes``: the largest message (JSON body or SSE event) accepted from the server.
@@ -485,11 +545,30 @@ class HttpParameters:
     - ``legacy_fallback``: when the first ``initialize`` POST is answered 400, 404 or 405, try
       the legacy HTTP+SSE transport at the same URL (the specification's
       backward-compatibility rule).
+    - ``allow_insecure_http``: a plain ``http://`` URL to another machine than this one is
+      refused without it (its traffic is not encrypted); to a loopback address it is allowed
+      anyway. Opening a plain ``http://`` connection logs a warning either way.
+    - ``ca_bundle``: a PEM file of the CA certificates the server's certificate must chain to,
+      instead of the default trust store (certifi's, as httpx has it); ``client_cert`` and
+      ``client_key``: the PEM certificate (and its unencrypted key, in the same file or in
+      ``client_key``) shown to a server that asks for one (mutual TLS). ``https://`` only; the
+      files are loaded when the parameters are built.
+    - ``max_retry_after``: a request answered ``429 Too Many Requests`` with ``Retry-After``
+      (it was not processed) is sent again after the wait the server asks for, as long as the
+      waits of that request add up to no more than this (seconds; 0: never wait) and to no more
+      than what is left of its own time: ``connect_timeout`` for ``initialize``,
+      ``request_timeout`` (when given) for the other requests, counted from the moment the
+      transport took the request. A longer wait fails the request at once, saying so.
+    - ``request_timeout``: the caller's timeout for one request (the runtime passes the
+      server's call timeout), used only to bound those waits.
+    - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy every request goes
+      through (a ``CONNECT`` tunnel for ``https://``); without it, httpx's environment variables
+      (``HTTPS_PROXY``, ``NO_PROXY``...) apply. ``repr()`` hides its password.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
 
-    url: str
+    url: str = attrs.field(repr=_url_repr)
     headers: Mapping[str, str] = attrs.field(
         default=MappingProxyType({}), converter=_to_headers, repr=_redact_repr, hash=False
     )
@@ -502,6 +581,18 @@ class HttpParameters:
     max_resume_attempts: int = 5
     max_in_flight: int = 64
     legacy_fallback: bool = True
+    allow_insecure_http: bool = False
+    ca_bundle: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    proxy: str | None = attrs.field(default=None, repr=_url_repr)
+    max_retry_after: float = _retry.DEFAULT_MAX_RETRY_AFTER
+    request_timeout: float | None = None
+    _ssl_context: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
+    #: ``url`` without its user information: what requests go to.
+    _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
+    #: ``headers``, plus the ``Authorization`` made of the URL's user information.
+    _request_headers: Mapping[str, str] = attrs.field(init=False, repr=False, eq=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         problems = self._problems()
@@ -510,6 +601,37 @@ class HttpParameters:
                 "invalid HTTP server settings: " + "; ".join(f"{k}: {m}" for k, m in problems),
                 problems=problems,
             )
+        try:
+            context = tls_context(
+                ca_bundle=self.ca_bundle,
+                client_cert=self.client_cert,
+                client_key=self.client_key,
+                base=httpx.create_ssl_context,
+            )
+        except McpTransportConfigError as exc:
+            raise McpTransportConfigError(
+                f"invalid HTTP server settings: {exc}", problems=exc.problems
+            ) from None
+        object.__setattr__(self, "_ssl_context", context)
+        url = httpx.URL(self.url)
+        headers = dict(self.headers)
+        basic = _basic_authorization(url)
+        if basic is not None:
+            headers["Authorization"] = basic
+            url = url.copy_with(username=None, password=None)
+        object.__setattr__(self, "_endpoint", url)
+        object.__setattr__(self, "_request_headers", MappingProxyType(headers))
+
+    @property
+    def endpoint(self) -> httpx.URL:
+        """The URL requests go to: ``url`` without user information."""
+        return self._endpoint
+
+    @property
+    def request_headers(self) -> Mapping[str, str]:
+        """The headers every request carries: ``headers``, plus ``Authorization: Basic`` for
+        user information in ``url``."""
+        return self._request_headers
 
     def _problems(self) -> tuple[tuple[str, str], ...]:
         problems: list[tuple[str, str]] = []
@@ -519,11 +641,40 @@ class HttpParameters:
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             problems.append(("url", "must be an http:// or https:// URL with a host"))
+        elif plaintext := plaintext_problem(
+            parsed.scheme, parsed.host, allow=self.allow_insecure_http is True
+        ):
+            problems.append(("url", plaintext))
+        if (
+            parsed is not None
+            and (parsed.username or parsed.password)
+            and any(
+                isinstance(name, str) and name.lower() == "authorization" for name in self.headers
+            )
+        ):
+            problems.append(
+                (
+                    "url",
+                    "holds user:password@ and headers has an Authorization header too: give "
+                    "the credentials one way",
+                )
+            )
         for name, value in self.headers.items():
             if not isinstance(name, str) or not _TOKEN.match(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
             elif not isinstance(value, str) or _FORBIDDEN_IN_HEADER.search(value):
                 problems.append((f"headers[{name!r}]", "the value must be a string without CR/LF"))
+        flag: object = self.allow_insecure_http
+        if not isinstance(flag, bool):
+            problems.append(("allow_insecure_http", "must be True or False"))
+        for key in TLS_KEYS:
+            path: object = getattr(self, key)
+            if path is not None and (not isinstance(path, str) or not path):
+                problems.append((key, "must be the path of a PEM file, or None"))
+            elif path is not None and parsed is not None and parsed.scheme == "http":
+                problems.append((key, "is only used with an https:// URL"))
+        if self.proxy is not None and (why := proxy_problem(self.proxy)) is not None:
+            problems.append(("proxy", why))
         for name in ("max_frame_bytes", "max_resume_attempts", "max_in_flight"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -533,12 +684,18 @@ class HttpParameters:
                 problems.append((name, "must be a finite number of seconds > 0"))
         if not _seconds(self.read_timeout, allow_none=True):
             problems.append(("read_timeout", "must be a finite number of seconds > 0, or None"))
+        if not _seconds(self.request_timeout, allow_none=True):
+            problems.append(("request_timeout", "must be a finite number of seconds > 0, or None"))
+        wait: object = self.max_retry_after
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait < math.inf:
+            problems.append(("max_retry_after", "must be a finite number of seconds >= 0"))
         return tuple(problems)
 
 
 def make_client(params: HttpParameters) -> httpx.AsyncClient:
     """The one httpx client of a transport: no redirects followed (a redirect is reported as an
-    error naming its target, so that configured headers never go to another address)."""
+    error naming its target, so that configured headers never go to another address); the
+    server's TLS settings and proxy."""
     timeout = httpx.Timeout(
         connect=params.connect_timeout,
         read=params.read_timeout,
@@ -546,7 +703,14 @@ def make_client(params: HttpParameters) -> httpx.AsyncClient:
         pool=params.connect_timeout,
     )
     limits = httpx.Limits(max_connections=params.max_in_flight + 8, max_keepalive_connections=8)
-    return httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False)
+    context = params._ssl_context
+    return httpx.AsyncClient(
+        timeout=timeout,
+        limits=limits,
+        follow_redirects=False,
+        verify=context if context is not None else True,
+        proxy=params.proxy,
+    )
 
 
 def ack_timeout(params: HttpParameters) -> httpx.Timeout:
@@ -986,7 +1150,7 @@ class HttpTransportBase:
         last_event_id: str | None = None,
         version: str | None = None,
     ) -> httpx.Headers:
-        headers = httpx.Headers(dict(self._params.headers))
+        headers = httpx.Headers(dict(self._params.request_headers))
         headers["Accept"] = accept
         if json_body:
             headers["Content-Type"] = "application/json"
@@ -1058,6 +1222,31 @@ class HttpTransportBase:
                 return
             self._not_left.discard(request_id)
 
+    def _request_deadline(self, method: str | None, taken_at: float) -> float | None:
+        """When the time of a request taken at ``taken_at`` runs out (to bound the waits for
+        ``Retry-After``): ``connect_timeout`` after for ``initialize``, ``request_timeout``
+        after for another request (None: no limit)."""
+        params = self._params
+        budget = params.connect_timeout if method == "initialize" else params.request_timeout
+        return None if budget is None else taken_at + budget
+
+    def _retry_limit(self, waited: float, deadline: float | None) -> float:
+        """The longest wait for ``Retry-After`` that a request may still make: what is left of
+        ``max_retry_after`` after ``waited``, and of its time until ``deadline``."""
+        limit = self._params.max_retry_after - waited
+        if deadline is not None:
+            limit = min(limit, deadline - trio.current_time())
+        return limit
+
+    async def _wait_for_retry(self, what: str, delay: float) -> None:
+        logger.info(
+            "%s: the server is rate-limiting (HTTP 429): %s again in %g s (Retry-After)",
+            self.info,
+            what,
+            delay,
+        )
+        await trio.sleep(delay)
+
     def _departure(self, out: Outgoing) -> Departure:
         """Watch whether the POST of ``out`` goes out (see :class:`Departure`)."""
         return Departure(self._not_left, out.requests)
@@ -1098,6 +1287,9 @@ async def open_transport(
     the block, or by connecting, comes out as itself, not wrapped in an
     :class:`ExceptionGroup`. The HTTP client is closed in any case (by ``aclose``, or here,
     bounded, when the transport never ran)."""
+    install_log_redaction()
+    endpoint = params.endpoint
+    warn_plaintext(logger, endpoint.scheme, endpoint.host, display_url(endpoint))
     with collapse_exception_group():
         client = make_client(params)
         started = False

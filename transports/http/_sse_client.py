@@ -20,6 +20,10 @@ The wire, as both reference servers speak it:
 other, in order, each once the server accepted the one before. Every message of the event stream
 goes up into the sink, waiting for room (a full sink stops the reading of the stream).
 
+Rate limits: a GET or a POST answered 429 with ``Retry-After`` is sent again after that wait,
+while the waits fit in ``max_retry_after`` and what is left of ``connect_timeout`` (the GET) or
+of the request's time (see :mod:`trio_mcp.transports._retry`).
+
 Failures: a POSTed request answered with an error status fails that call alone (a
 :class:`~trio_mcp.transports._base.RequestFailed` with :class:`HttpStatusError`, see
 :mod:`._http_base`); a 404 on the endpoint means the server forgot the session: the request
@@ -53,6 +57,7 @@ from ...protocol._errors import (
 )
 from ...protocol._sse import SseParser
 from .._base import FrameSink, TransportInfo
+from .._retry import too_long_to_wait
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -71,6 +76,7 @@ from ._http_base import (
     open_stream,
     open_transport,
     parse_events,
+    rate_limit_delay,
     read_body,
     read_excerpt,
     status_error,
@@ -104,23 +110,29 @@ class LegacyConnection:
         Raises :class:`ConnectError` when the server cannot be reached, its answer is not an
         event stream, the stream ends first, or the endpoint is invalid or on another origin;
         :class:`ConnectTimeout` when no endpoint arrives within ``connect_timeout``;
-        :class:`HttpStatusError` when the GET is answered with an error status.
+        :class:`HttpStatusError` when the GET is answered with an error status (after the waits
+        that a 429 with Retry-After asks for, while they fit in ``connect_timeout`` and
+        ``max_retry_after``).
         """
         timeout = self.host._params.connect_timeout
         with trio.move_on_after(timeout):
-            endpoint: httpx.URL = await self.host._tasks.start(self._run_stream)
+            deadline = trio.current_time() + timeout
+            endpoint: httpx.URL = await self.host._tasks.start(self._run_stream, deadline)
             return endpoint
         raise ConnectTimeout(
             f"the HTTP+SSE server at {display_url(self.sse_url)} sent no endpoint event within "
             f"{timeout:g} s (connect_timeout)"
         )
 
-    async def _run_stream(self, *, task_status: trio.TaskStatus[httpx.URL]) -> None:
+    async def _run_stream(
+        self, deadline: float, *, task_status: trio.TaskStatus[httpx.URL]
+    ) -> None:
         host = self.host
         where = display_url(self.sse_url)
         refused: ConnectError | None = None
         closing = False
         reason = "the server ended the event stream"
+        waited = 0.0
 
         async def take(chunk: bytes) -> bool:
             nonlocal refused, closing
@@ -144,22 +156,29 @@ class LegacyConnection:
                     logger.debug("%s: ignored an event of type %r", where, event.event)
             return self._too_large is None
 
-        try:
-            headers = host._headers(accept=ACCEPT_SSE, version=host._protocol_version)
-            log_request(f"GET {where} (HTTP+SSE)", headers)
-            host._gets += 1
-            with map_http_errors(f"GET {where} (HTTP+SSE)"):
-                async with open_stream(
-                    host._client, "GET", self.sse_url, headers=headers
-                ) as response:
-                    await self._check_answer(response, where)
-                    host._reached = True
-                    parser = SseParser(max_event_bytes=host._params.max_frame_bytes)
-                    await consume(response, take)
-        except McpError as exc:
-            if self.endpoint is None:
-                raise
-            reason = str(exc)
+        while True:
+            retry_in: float | None = None
+            try:
+                headers = host._headers(accept=ACCEPT_SSE, version=host._protocol_version)
+                log_request(f"GET {where} (HTTP+SSE)", headers)
+                host._gets += 1
+                with map_http_errors(f"GET {where} (HTTP+SSE)"):
+                    async with open_stream(
+                        host._client, "GET", self.sse_url, headers=headers
+                    ) as response:
+                        retry_in = await self._check_answer(response, where, waited, deadline)
+                        if retry_in is None:
+                            host._reached = True
+                            parser = SseParser(max_event_bytes=host._params.max_frame_bytes)
+                            await consume(response, take)
+            except McpError as exc:
+                if self.endpoint is None:
+                    raise
+                reason = str(exc)
+            if retry_in is None:
+                break
+            await host._wait_for_retry(f"GET {where} (HTTP+SSE)", retry_in)
+            waited += retry_in
         if refused is not None:
             raise refused
         if closing:
@@ -174,16 +193,31 @@ class LegacyConnection:
             return
         host._end(TransportClosed(f"the HTTP+SSE connection to {where} ended: {reason}"))
 
-    async def _check_answer(self, response: httpx.Response, where: str) -> None:
+    async def _check_answer(
+        self, response: httpx.Response, where: str, waited: float, deadline: float
+    ) -> float | None:
+        """None when ``response`` opens the event stream; the seconds to wait before the next
+        GET when it is a 429 whose Retry-After fits in what is left of the connect time and of
+        ``max_retry_after``. Raises for any other answer."""
         if response.status_code != 200:
             body = await read_excerpt(response)
-            raise status_error(f"GET {where} (HTTP+SSE)", response, body)
+            error = status_error(f"GET {where} (HTTP+SSE)", response, body)
+            delay = rate_limit_delay(response)
+            if delay is None:
+                raise error
+            limit = self.host._retry_limit(waited, deadline)
+            if delay > limit:
+                raise HttpStatusError(
+                    too_long_to_wait(str(error), delay, limit), status=error.status, body=error.body
+                )
+            return delay
         kind = content_type(response)
         if kind != "text/event-stream":
             raise ConnectError(
                 f"GET {where} answered {kind or 'no content type'} instead of an event stream "
                 "(text/event-stream): it is not an HTTP+SSE endpoint"
             )
+        return None
 
     def _oversized(self, exc: FrameTooLarge) -> None:
         where = display_url(self.sse_url)
@@ -214,13 +248,29 @@ class LegacyConnection:
         return url
 
     async def post(self, frame: bytes, out: Outgoing) -> None:
+        """POST one frame to the endpoint (see :meth:`_post_once`); a 429 with Retry-After is
+        waited for and the frame POSTed again, while the waits fit in ``max_retry_after`` and,
+        for a request, what is left of its time (see :class:`HttpParameters`)."""
+        host = self.host
+        deadline = host._request_deadline(out.method, trio.current_time()) if out.requests else None
+        waited = 0.0
+        while (delay := await self._post_once(frame, out, waited, deadline)) is not None:
+            host._not_left.update(out.requests)  # not processed: unsent, if the connection ends
+            await host._wait_for_retry(out.label, delay)
+            waited += delay
+
+    async def _post_once(
+        self, frame: bytes, out: Outgoing, waited: float, deadline: float | None
+    ) -> float | None:
         """POST one frame to the endpoint; the server answers 202 and sends its answer on the
         event stream.
 
         Never raises for the server's sake: a request refused with an error status fails alone
         (:class:`HttpStatusError`), a POST that broke fails its requests as
         :class:`ServerDisconnected` (outcome unknown), a refused notification is logged; a 404
-        (the session is gone) or a server that cannot be reached ends the connection.
+        (the session is gone) or a server that cannot be reached ends the connection. Returns
+        the seconds to wait before POSTing it again when the server answered 429 with a
+        Retry-After that fits in what the frame may still wait; else None.
         """
         host = self.host
         assert self.endpoint is not None
@@ -242,12 +292,13 @@ class LegacyConnection:
                 ) as response:
                     if response.is_success:
                         await self._read_accepted(response, out)
-                        return
+                        return None
                     body = await read_excerpt(response)
                     error = status_error(what, response, body)
+                    delay = rate_limit_delay(response)
         except ConnectError as exc:
             await host._cannot_connect(out.requests, exc)
-            return
+            return None
         except TransportClosed as exc:
             if out.requests and not departure.left:
                 await host._fail(out.requests, not_sent(exc), sent=False)
@@ -256,11 +307,23 @@ class LegacyConnection:
                 await host._fail(out.requests, lost, sent=True)
             else:
                 logger.warning("%s", exc)
-            return
+            return None
         except FrameTooLarge as exc:
             await host._fail(out.requests, exc, sent=True)
-            return
+            return None
+        if delay is not None:
+            limit = host._retry_limit(waited, deadline)
+            if delay <= limit:
+                return delay
+            too_long = too_long_to_wait(str(error), delay, limit)
+            if out.requests:  # not processed: never sent, as far as its outcome goes
+                refusal = HttpStatusError(too_long, status=error.status, body=error.body)
+                await host._fail(out.requests, refusal, sent=False)
+            else:
+                logger.warning("%s", too_long)
+            return None
         await self._refused(out, error)
+        return None
 
     async def _read_accepted(self, response: httpx.Response, out: Outgoing) -> None:
         if content_type(response) != "application/json":
@@ -303,7 +366,7 @@ class SseTransport(HttpTransportBase):
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
-        self._legacy = LegacyConnection(host=self, sse_url=httpx.URL(self._params.url))
+        self._legacy = LegacyConnection(host=self, sse_url=self._params.endpoint)
 
     @property
     def info(self) -> TransportInfo:

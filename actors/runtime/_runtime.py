@@ -10,14 +10,17 @@ Two ways to embed it:
 
 The runtime's root nursery holds the actors: the :class:`Registry` task and one
 :class:`ServerSupervisor` task per configured server (each with its connection task, the
-session's tasks and the transport's below it). The handle reaches them only through their
+session's tasks and the transport's below it), and, from the first result checked against an
+``outputSchema`` with regular expressions on, the :class:`PatternWorker` task that owns the
+process checking them. The handle reaches them only through their
 mailboxes and reads only what they published (the registry's view, each supervisor's status).
 Calls run in the caller's own task: ``rt.call`` looks the name up in the registry's view, takes
 the server's live session from its supervisor, and makes the request through the session's
 mailbox and the transport's outbox.
 
 Leaving stops every server: each supervisor withdraws its tools and closes its transport (every
-child process group ended), all of it bounded by ``shutdown_grace``; later calls raise
+child process group ended), all of it bounded by ``shutdown_grace``, and then the checking
+process is killed and reaped; later calls raise
 :class:`RuntimeClosed`; a second close is a no-op. At this public edge a single failure is never
 raised as an ``ExceptionGroup``, and its cause is kept.
 """
@@ -600,6 +603,7 @@ class Runtime:
     async def _serve(self, task_status: trio.TaskStatus[Runtime]) -> None:
         try:
             async with trio.open_nursery() as nursery:
+                self._outputs.serve_in(nursery)
                 await nursery.start(self._registry.run)
                 for supervisor in self._supervisors.values():
                     await nursery.start(supervisor.run)
@@ -609,6 +613,7 @@ class Runtime:
                 await self._stop_everything()
                 nursery.cancel_scope.cancel()
         finally:
+            self._outputs.serve_in(None)
             self._state = RuntimeState.CLOSED
             self._bus.close()
             self._closed.set()

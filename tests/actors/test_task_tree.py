@@ -32,6 +32,7 @@ import trio
 
 from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, ServerState, open_runtime
 from trio_mcp.actors.runtime._dispatcher import Dispatcher
+from trio_mcp.actors.runtime._outputcheck import PatternWorker
 from trio_mcp.actors.runtime._pending import PendingCalls, Waiter
 from trio_mcp.actors.runtime._registry import Registry, ToolTable
 from trio_mcp.actors.runtime._supervisor import ServerSupervisor
@@ -200,3 +201,48 @@ async def test_the_shape_comes_back_after_a_sigkill_and_each_actor_runs_in_its_o
     assert seen == set(expected)
     wrong = {(method, task): n for (method, task), n in runs.items() if task != expected[method]}
     assert wrong == {}
+
+
+async def test_the_checking_process_task_appears_with_the_first_schema_with_patterns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Results checked against an outputSchema with regular expressions are checked in a
+    process owned by one task, ``PatternWorker.run``, in the runtime's nursery (a sibling of the
+    registry); it is started by the first such check, never before, and only that task starts,
+    uses and stops the process."""
+    runs: Counter[tuple[str, str]] = Counter()
+    for name in ("_start", "_check", "_stop"):
+        original = getattr(PatternWorker, name)
+
+        def wrapper(*args: Any, __original: Any = original, __name: str = name) -> Any:
+            runs[(__name, short(trio.lowlevel.current_task()))] += 1
+            return __original(*args)
+
+        monkeypatch.setattr(PatternWorker, name, wrapper)
+    plain = {"type": "object", "properties": {"id": {"type": "string"}}}
+    patterned = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^a"}}}
+    answer = {"content": [], "structuredContent": {"id": "abc"}}
+    memory = FakeServer(
+        name="mem",
+        tools=[
+            FakeTool("plain", output_schema=plain, result=answer),
+            FakeTool("patterned", output_schema=patterned, result=answer),
+        ],
+    )
+    config = RuntimeConfig(servers=(memory.server_config(),))
+    with trio.fail_after(60):
+        async with open_runtime(config) as rt:
+            await rt.wait_ready()
+            root = trio.lowlevel.current_root_task()
+            await rt.call("mcp_mem_plain")
+            assert find(root, "PatternWorker.run") == []
+            await rt.call("mcp_mem_patterned")
+            (worker,) = find(root, "PatternWorker.run")
+            (registry,) = find(root, "Registry.run")
+            assert worker.parent_nursery is registry.parent_nursery
+            assert children(worker) == []
+            await rt.call("mcp_mem_patterned")
+            assert len(find(root, "PatternWorker.run")) == 1
+    assert {task for _, task in runs} == {"PatternWorker.run"}
+    assert runs[("_start", "PatternWorker.run")] == 1
+    assert runs[("_check", "PatternWorker.run")] == 2

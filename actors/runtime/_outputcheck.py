@@ -56,18 +56,16 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.protocols
-import jsonschema.validators
-import referencing
 import trio
 
 from ...protocol._types import CallToolResult, Tool
 from ._toolcheck import DEFAULT_BUDGET, SchemaBudget, inspect_schema, json_size
+
+if TYPE_CHECKING:
+    import jsonschema.protocols
 
 __all__ = [
     "CHECK_SECONDS",
@@ -178,6 +176,12 @@ def compile_output_schema(schema: Any, *, budget: SchemaBudget = DEFAULT_BUDGET)
     report = inspect_schema(schema, budget=budget)
     if report.too_large is not None:
         return _Compiled(problem=f"the tool's outputSchema is {report.too_large}")
+    # Imported on first use: jsonschema costs about 45 ms of import time, which a host whose
+    # tools declare no outputSchema never needs to pay.
+    import jsonschema.exceptions
+    import jsonschema.validators
+    import referencing
+
     try:
         text = json.dumps(schema)
         cls = jsonschema.validators.validator_for(

@@ -36,6 +36,9 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   │   ├── UnsupportedProtocolVersion  -32022
     │   │   └── UrlElicitationRequired   -32042
     │   ├── CallTimeout                  no answer within the call's timeout (also a TimeoutError)
+    │   ├── InputRequestFailed           a server's input request (2026-07-28 MRTR) could not be
+    │   │                                answered (capability not declared, host refused or failed)
+    │   ├── InputRoundsExceeded          the server still asked for input after max_input_rounds
     │   ├── ToolNotFound                 no registered tool has that name
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
     │   ├── InvalidToolOutput            its structuredContent breaks its outputSchema (.result)
@@ -62,6 +65,8 @@ __all__ = [
     "FrameTooLarge",
     "HeaderMismatch",
     "HttpStatusError",
+    "InputRequestFailed",
+    "InputRoundsExceeded",
     "InternalError",
     "InvalidMessage",
     "InvalidParams",
@@ -459,6 +464,56 @@ class CallTimeout(CallError, TimeoutError):
     ) -> None:
         super().__init__(message, server=server, method=method, request_id=request_id)
         self.timeout = timeout
+
+
+class InputRequestFailed(CallError):
+    """A 2026-07-28 server asked for input during a call (an ``input_required`` result: an
+    elicitation, a sampling request or the roots) that this client could not give, so the call
+    was abandoned: the server is not asked again.
+
+    ``input_method`` is the input request's method (``"sampling/createMessage"``...) and
+    ``key`` the server's key for it. ``capability`` names the client capability the host did
+    not declare (``"sampling"``, ``"roots"``, ``"elicitation"``, ``"elicitation.url"``...) when
+    that is why: give the callback in ``HostCallbacks`` (or the elicitation mode) to answer it.
+    Otherwise the host's callback refused (raised :class:`RpcError`) or failed, and that
+    exception is the ``__cause__``. An elicitation the user declines or cancels is not this
+    error: the answer is sent to the server, which decides.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        input_method: str,
+        key: str,
+        capability: str | None = None,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.input_method = input_method
+        self.key = key
+        self.capability = capability
+
+
+class InputRoundsExceeded(CallError):
+    """A 2026-07-28 server answered a call with ``input_required`` again and again: after
+    ``rounds`` rounds of input (the limit, ``RuntimeConfig.max_input_rounds``) it still had not
+    finished, so the call was abandoned. Raise the limit if the server legitimately asks for
+    more rounds."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        rounds: int,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.rounds = rounds
 
 
 class ToolNotFound(CallError):

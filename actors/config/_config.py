@@ -473,6 +473,10 @@ class RuntimeConfig:
     #: Caps on a paginated listing: a server over them fails alone, with a clear error.
     max_list_pages: int = 100
     max_list_entries: int = 10_000
+    #: Rounds of input a 2026-07-28 server may ask for to finish one call (``input_required``
+    #: answers to a ``tools/call``, ``resources/read`` or ``prompts/get``); past them the call
+    #: fails with ``InputRoundsExceeded``. 0 answers none.
+    max_input_rounds: int = 8
     #: Names of the host's own tools: an MCP tool mapping to one of them is refused.
     builtin_tool_names: frozenset[str] = frozenset()
     client_name: str = "trio-mcp"
@@ -548,6 +552,7 @@ class RuntimeConfig:
             ("catalog_list_cap", 1),
             ("offload_chars", 0),
             ("mailbox_bytes", 1024),
+            ("max_input_rounds", 0),
         ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -28,7 +28,6 @@ from typing import Any, Final, Protocol, TypeAlias
 import attrs
 import trio
 
-from ...protocol._codec import unstructure
 from ...protocol._errors import InvalidMessage, McpError, RpcError, TransportError
 from ...protocol._jsonrpc import (
     ErrorObject,
@@ -39,10 +38,11 @@ from ...protocol._jsonrpc import (
     Response,
     serialize,
 )
-from ...protocol._methods import decode_notification, decode_params
+from ...protocol._methods import decode_notification
 from ...transports._base import StderrLine, Transport
 from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged
+from ._inputs import answer_input
 from ._pending import DRAIN_LIMIT
 
 __all__ = [
@@ -220,30 +220,14 @@ class Dispatcher:
             self._log.debug("an answer to the server was not sent: %s", exc)
 
     async def _answer(self, request: Request) -> Mapping[str, Any]:
-        """The result for one server request, from the host's callback. Raises
-        :class:`RpcError` for what the server is to be answered with an error: -32601 for a
-        capability we did not declare, -32602 for params of the wrong shape."""
-        method = request.method
-        callbacks = self.callbacks
-        result: Any
-        if method == "ping":
+        """The result for one server request, from the host's callback
+        (:func:`~trio_mcp.actors.runtime._inputs.answer_input`, which the 2026-07-28 input
+        rounds use too). Raises :class:`RpcError` for what the server is to be answered with an
+        error: -32601 for a capability we did not declare, -32602 for params of the wrong shape
+        or an elicitation mode we do not show."""
+        if request.method == "ping":
             return {}
-        if method == "roots/list" and callbacks.list_roots is not None:
-            result = {"roots": [_wire(root) for root in await callbacks.list_roots(self.server)]}
-        elif method == "sampling/createMessage" and callbacks.sampling is not None:
-            result = await callbacks.sampling(self.server, _params(request))
-        elif method == "elicitation/create" and callbacks.elicitation is not None:
-            params = _params(request)
-            mode = getattr(params, "mode", None) or "form"
-            if mode not in callbacks.elicitation_modes:
-                raise RpcError.from_error(-32602, f"elicitation mode {mode!r} is not supported")
-            result = await callbacks.elicitation(self.server, params)
-        else:
-            raise RpcError.from_error(-32601, f"method not found: {method}")
-        answer = _wire(result)
-        if not isinstance(answer, Mapping):
-            raise RpcError.from_error(-32603, f"the client's {method} handler gave no object")
-        return answer
+        return await answer_input(self.callbacks, self.server, request.method, request.params)
 
     # ------------------------------------------------------------------ notifications
 
@@ -284,21 +268,8 @@ class Dispatcher:
                 self._log.debug("notification %s ignored", method)
 
 
-def _params(request: Request) -> Any:
-    """The decoded params of a server request; params of the wrong shape are the server's
-    error: -32602 (invalid params), naming the path."""
-    try:
-        return decode_params(request.method, request.params)
-    except InvalidMessage as exc:
-        raise RpcError.from_error(-32602, f"invalid {request.method} params: {exc}") from exc
-
-
 def _error(request_id: RequestId, code: int, message: str) -> bytes:
     return serialize(ErrorResponse(id=request_id, error=ErrorObject(code=code, message=message)))
-
-
-def _wire(value: Any) -> Any:
-    return value if isinstance(value, Mapping) else unstructure(value)
 
 
 def _prefix(name: str | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import re
 import string
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -151,10 +152,10 @@ def test_safe_integers_are_decimal(value: int) -> None:
     assert encode_header_value(value) == str(value)
 
 
-@given(st.integers().filter(lambda i: abs(i) > MAX_SAFE_INTEGER))
-def test_unsafe_integers_are_refused(value: int) -> None:
+@given(st.integers(min_value=1), st.sampled_from([1, -1]))
+def test_unsafe_integers_are_refused(beyond: int, sign: int) -> None:
     with pytest.raises(LocalProtocolError):
-        encode_header_value(value)
+        encode_header_value(sign * (MAX_SAFE_INTEGER + beyond))
 
 
 # --------------------------------------------------------------------------- annotations
@@ -469,7 +470,7 @@ def _suite_accepts(raw: str | None, body: str) -> bool:
     return decoded == body
 
 
-CUSTOM_TOOL = {
+CUSTOM_TOOL: dict[str, Any] = {
     "type": "object",
     "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"},
@@ -491,7 +492,7 @@ CUSTOM_TOOL = {
     },
     "required": ["region", "priority", "query"],
 }
-CUSTOM_ARGUMENTS = {
+CUSTOM_ARGUMENTS: dict[str, Any] = {
     "region": "us-west1",
     "priority": 42,
     "verbose": False,
@@ -565,7 +566,7 @@ def test_http_custom_headers_null_scenario() -> None:
 
 
 #: http-invalid-tool-headers: each invalid tool's inputSchema properties, and what it breaks.
-INVALID_TOOLS = {
+INVALID_TOOLS: dict[str, tuple[dict[str, Any], str]] = {
     "invalid_empty_header": ({"value": {"type": "string", "x-mcp-header": ""}}, "empty"),
     "invalid_object_header": ({"data": {"type": "object", "x-mcp-header": "Data"}}, "object"),
     "invalid_array_header": (
@@ -658,3 +659,14 @@ def test_json_schema_ref_no_deref_scenario_mirrors_nothing_and_follows_no_ref() 
         "required": ["id"],
     }
     assert headers_of(lookup_user) == ()  # pure: no I/O is possible here
+
+
+def test_mappings_that_are_not_dicts_are_read_too() -> None:
+    """The quick look for an annotation takes plain JSON only; anything else is walked."""
+    region = MappingProxyType({"type": "string", "x-mcp-header": "Region"})
+    found = headers_of(MappingProxyType({"type": "object", "properties": {"region": region}}))
+    assert [h.header for h in found] == ["Mcp-Param-Region"]
+    found = headers_of({"type": "object", "properties": {"region": region}})
+    assert [h.header for h in found] == ["Mcp-Param-Region"]
+    nested = {"type": "object", "allOf": ({"properties": {"a": dict(region)}},)}
+    assert "reachable from the root" in problem_of(nested)

@@ -29,6 +29,7 @@ from tests.transports.test_http import (
 )
 from trio_mcp.protocol import (
     LocalProtocolError,
+    McpTransportConfigError,
     TransportClosed,
     decode_header_value,
     encode_header_value,
@@ -36,7 +37,11 @@ from trio_mcp.protocol import (
     request_headers,
 )
 from trio_mcp.transports import HeaderTransport, memory_transport_pair
-from trio_mcp.transports.http._http_base import checked_request_headers, describe_outgoing
+from trio_mcp.transports.http._http_base import (
+    HttpParameters,
+    checked_request_headers,
+    describe_outgoing,
+)
 
 VERSION = "2026-07-28"
 OWN = {"Mcp-Method": "tools/call", "Mcp-Name": "echo", "Mcp-Param-Region": "eu-west1"}
@@ -232,3 +237,9 @@ def test_every_encoded_value_can_be_sent(value: str) -> None:
 def test_no_value_with_cr_or_lf_can_be_sent(before: str, cut: str, after: str) -> None:
     with pytest.raises(LocalProtocolError):
         checked_request_headers({"Mcp-Name": before + cut + after})
+
+
+@pytest.mark.parametrize("name", ["X-Team\n", "X-Team\r\n", "X Team", ""])
+def test_a_configured_header_name_is_a_whole_http_token(name: str) -> None:
+    with pytest.raises(McpTransportConfigError, match="a header name must be an HTTP token"):
+        HttpParameters(url="http://127.0.0.1/mcp", headers={name: "a"})

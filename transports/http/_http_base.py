@@ -130,9 +130,9 @@ _SECRET_HEADER = re.compile(
     re.IGNORECASE,
 )
 _FORBIDDEN_IN_HEADER = re.compile(r"[\r\n\x00]")
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-#: A header name (RFC 9110 token) and a header value of one frame's own headers: printable
-#: ASCII and tabs, without whitespace at either end.
+#: A header name (RFC 9110 token; matched whole: ``$`` would let a final newline through), and
+#: a header value of one frame's own headers: printable ASCII and tabs, without whitespace at
+#: either end.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", re.ASCII)
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?", re.ASCII)
 #: Headers the transport sets itself (lower case): a frame's own headers may not replace them.
@@ -715,7 +715,7 @@ class HttpParameters:
                 )
             )
         for name, value in self.headers.items():
-            if not isinstance(name, str) or not _TOKEN.match(name):
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
             elif not isinstance(value, str) or _FORBIDDEN_IN_HEADER.search(value):
                 problems.append((f"headers[{name!r}]", "the value must be a string without CR/LF"))

@@ -400,10 +400,10 @@ def param_headers(input_schema: Any, *, max_nodes: int = _MAX_NODES) -> ParamHea
                 continue
             place = _Trail(trail, key)
             if key == "properties" and isinstance(sub, Mapping):
-                for name, prop in sub.items():
-                    if isinstance(name, str) and isinstance(prop, Mapping):
-                        link = _Trail(chain, name) if reachable else None
-                        children.append((prop, link, reachable, _Trail(place, name)))
+                for prop_name, prop in sub.items():
+                    if isinstance(prop_name, str) and isinstance(prop, Mapping):
+                        link = _Trail(chain, prop_name) if reachable else None
+                        children.append((prop, link, reachable, _Trail(place, prop_name)))
                 continue
             # Any other keyword that may hold schemas: what is under it is not reachable.
             children.append((sub, None, False, place))

@@ -2,7 +2,8 @@
 
 Wire types for the revisions 2024-11-05 to 2026-07-28 (``_types``), the method tables
 (``_methods``), the one cattrs converter (``_codec``), JSON-RPC envelopes and correlation
-(``_jsonrpc``), the protocol version table (``_versions``), framing (newline-delimited JSON in
+(``_jsonrpc``), the protocol version table (``_versions``), the 2026-07-28 HTTP request
+headers (``_headers``), framing (newline-delimited JSON in
 ``_framing`` and server-sent events in ``_sse``) and the error tree (``_errors``).
 """
 
@@ -57,6 +58,19 @@ from ._framing import (
     DEFAULT_MAX_FRAME_BYTES,
     NdjsonFramer,
     encode_frame,
+)
+from ._headers import (
+    HEADER_METHOD,
+    HEADER_NAME,
+    HEADER_PARAM_PREFIX,
+    HEADER_PROTOCOL_VERSION,
+    MAX_SAFE_INTEGER,
+    ParamHeader,
+    ParamHeaders,
+    decode_header_value,
+    encode_header_value,
+    param_headers,
+    request_headers,
 )
 from ._jsonrpc import (
     CANCELLED_NOTIFICATION,
@@ -258,12 +272,17 @@ __all__ = [
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
     "DEFAULT_MAX_FRAME_BYTES",
+    "HEADER_METHOD",
+    "HEADER_NAME",
+    "HEADER_PARAM_PREFIX",
+    "HEADER_PROTOCOL_VERSION",
     "INPUT_REQUIRED_METHODS",
     "LATEST_LEGACY",
     "LATEST_MODERN",
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
     "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
@@ -376,6 +395,8 @@ __all__ = [
     "NotificationParams",
     "NotificationReceived",
     "PaginatedRequestParams",
+    "ParamHeader",
+    "ParamHeaders",
     "ParseError",
     "ProgressNotificationParams",
     "Prompt",
@@ -465,15 +486,19 @@ __all__ = [
     "check_initialize_answer",
     "choose_modern_version",
     "classify",
+    "decode_header_value",
     "decode_notification",
     "decode_params",
     "decode_result",
     "encode",
     "encode_frame",
+    "encode_header_value",
     "encode_message",
     "era_of",
     "features",
+    "param_headers",
     "parse_message",
+    "request_headers",
     "request_spec",
     "salvage_response_ids",
     "serialize",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ._base import (
     ConnectionEnded,
     FrameSink,
+    HeaderTransport,
     Inbound,
     InboxReader,
     ProcessTransport,
@@ -60,6 +61,7 @@ __all__ = [
     "ByteChannelStatistics",
     "ConnectionEnded",
     "FrameSink",
+    "HeaderTransport",
     "HttpParameters",
     "HttpStatistics",
     "HttpTransport",

@@ -21,8 +21,9 @@ only through channels:
   written is safe to retry, one whose request may have been written has an unknown outcome.
 
 Optional abilities are typed :class:`~typing.Protocol` classes (:class:`VersionedTransport`,
-:class:`ResumableTransport`, :class:`ProcessTransport`) that mypy checks, each implemented by the
-transports that have it; their methods also go through the outbox, in order with the frames.
+:class:`ResumableTransport`, :class:`HeaderTransport`, :class:`ProcessTransport`) that mypy
+checks, each implemented by the transports that have it; their methods also go through the
+outbox, in order with the frames.
 
 Without a sink (a transport used on its own, as in the tests), the transport makes its own and
 :meth:`Transport.receive` reads frames from it.
@@ -33,7 +34,7 @@ Foreign exceptions (trio's resource errors, :class:`OSError`) are turned into ou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Protocol, TypeAlias, runtime_checkable
 
@@ -47,6 +48,7 @@ from ._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
 __all__ = [
     "ConnectionEnded",
     "FrameSink",
+    "HeaderTransport",
     "Inbound",
     "InboxReader",
     "ProcessTransport",
@@ -257,6 +259,31 @@ class ResumableTransport(Transport, Protocol):
     async def end(self, error: McpError) -> None:
         """End the connection with ``error``, after everything put into the outbox before this
         call: the last item is ``ConnectionEnded(error, unsent)``."""
+        ...
+
+
+@runtime_checkable
+class HeaderTransport(Transport, Protocol):
+    """A transport that can send one frame with HTTP headers of its own (Streamable HTTP: the
+    2026-07-28 request headers ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and
+    ``Mcp-Param-*`` of :func:`~trio_mcp.protocol.request_headers`). The headers go on the
+    POST of that frame alone (and on its re-sends), after the configured ones, replacing any
+    of the same name."""
+
+    def send_with_headers_nowait(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        """:meth:`~Transport.send_nowait` with ``headers`` on this frame's POST. Raises
+        :class:`LocalProtocolError`, before anything is put into the outbox, when a header
+        name is not an HTTP token or is one the transport sets itself (``Accept``,
+        ``Content-Type``, ``Mcp-Session-Id``...), is given twice (ignoring case), or when a
+        value is not printable ASCII (a CR or LF, say) or starts or ends with whitespace."""
+        ...
+
+    async def send_with_headers(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        """:meth:`send_with_headers_nowait`, waiting for room in the outbox."""
         ...
 
 

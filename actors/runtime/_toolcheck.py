@@ -12,7 +12,9 @@ Entry points:
   treats an absent or ``{}`` ``inputSchema`` as an empty object schema, ignores annotation hints
   that are not booleans, decodes each tool alone, refuses a tool with a value nested too deeply
   outside its input schema, and gives each tool :func:`check_tool`'s verdict (found faster: see
-  "Speed" below).
+  "Speed" below). For a 2026-07-28 session over Streamable HTTP (``check_param_headers``) it
+  also refuses a tool whose ``x-mcp-header`` annotations are invalid, and says which arguments
+  each accepted tool mirrors into ``Mcp-Param-*`` headers.
 - :func:`check_tool` checks one decoded tool: the input schema (:func:`inspect_schema`) and the
   injection scan of its name, title, description and every string of its schema. The security
   policy decides what an injection finding does: ``"block"`` (the default) refuses the tool,
@@ -61,6 +63,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
+from types import MappingProxyType
 from typing import Any, Final, Literal
 from urllib.parse import unquote
 
@@ -68,6 +71,7 @@ import attrs
 
 from ...protocol._codec import json_kind, structure
 from ...protocol._errors import InvalidMessage, SchemaTooLarge
+from ...protocol._headers import ParamHeaders, param_headers
 from ...protocol._jsonrpc import MAX_JSON_DEPTH, _deep_path, _deeper_than
 from ...protocol._methods import fast_tool
 from ...protocol._types import Tool
@@ -1233,16 +1237,26 @@ class ToolWarning:
     message: str
 
 
+#: No tool mirrors an argument into a header (shared: most listings).
+_NO_PARAM_HEADERS: Final[Mapping[str, ParamHeaders]] = MappingProxyType({})
+
+
 @attrs.frozen(kw_only=True)
 class ListingCheck:
     """The outcome of :func:`check_listing`: the ``tools`` to register (in listing order), the
     ``refused`` entries with reasons, the ``warnings``, and the names the configuration's
-    include/exclude filters left out (``excluded``, not refusals)."""
+    include/exclude filters left out (``excluded``, not refusals).
+
+    ``param_headers``: with ``check_param_headers``, the server's name of each accepted tool
+    that mirrors arguments into ``Mcp-Param-*`` headers, with those arguments (what
+    :func:`~trio_mcp.protocol.request_headers` needs for its ``tools/call``); tools that mirror
+    nothing are not in it. Read-only."""
 
     tools: tuple[Tool, ...] = ()
     refused: tuple[ToolRefusal, ...] = ()
     warnings: tuple[ToolWarning, ...] = ()
     excluded: tuple[str, ...] = ()
+    param_headers: Mapping[str, ParamHeaders] = _NO_PARAM_HEADERS
 
 
 _HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -1385,6 +1399,7 @@ def check_listing(
     budget: SchemaBudget = DEFAULT_BUDGET,
     max_listing_chars: int = DEFAULT_MAX_LISTING_CHARS,
     nesting_bounded: bool = False,
+    check_param_headers: bool = False,
 ) -> ListingCheck:
     """Filter, decode and check every entry of a server's complete ``tools`` listing.
 
@@ -1411,6 +1426,13 @@ def check_listing(
     schema is first walked by :func:`_quick_schema` and the injection scan of all tools is done
     in one batch (:func:`_suspects`); a tool that either of them cannot clear is checked by
     :func:`check_tool` itself.
+
+    ``check_param_headers=True`` is for a 2026-07-28 session over Streamable HTTP: the
+    ``x-mcp-header`` annotations of every tool that passed the other checks are read
+    (:func:`~trio_mcp.protocol.param_headers`); a tool whose annotations are invalid is refused
+    alone, with the reason (the specification makes a client leave it out of its listing), and
+    the arguments each accepted tool mirrors into headers are in ``param_headers``. Off (the
+    default, and what stdio and the handshake revisions use) the annotations are ignored.
     """
     filtering = include is not None or bool(exclude)
     quick = policy in ("block", "warn")  # else check_tool says what is wrong with it
@@ -1551,7 +1573,7 @@ def check_listing(
             tool, name, notes = records[place][:3]
             verdict = check_tool(tool, policy=policy, budget=_budget_for(budget, limit))
             records[place] = (tool, name, notes, verdict.warnings, verdict.refusal(server))
-    return _assemble(server, records)
+    return _assemble(server, records, check_param_headers=check_param_headers)
 
 
 def _budget_for(budget: SchemaBudget, max_string_chars: int) -> SchemaBudget:
@@ -1561,8 +1583,10 @@ def _budget_for(budget: SchemaBudget, max_string_chars: int) -> SchemaBudget:
     return attrs.evolve(budget, max_string_chars=max_string_chars)
 
 
-def _assemble(server: str, records: list[Any]) -> ListingCheck:
-    """The :class:`ListingCheck` of :func:`check_listing`'s records, in listing order."""
+def _assemble(server: str, records: list[Any], *, check_param_headers: bool) -> ListingCheck:
+    """The :class:`ListingCheck` of :func:`check_listing`'s records, in listing order; with
+    ``check_param_headers``, the ``x-mcp-header`` annotations of each accepted tool too."""
+    mirrored: dict[str, ParamHeaders] = {}
     tools: list[Tool] = []
     refused: list[ToolRefusal] = []
     warnings: list[ToolWarning] = []
@@ -1582,6 +1606,12 @@ def _assemble(server: str, records: list[Any]) -> ListingCheck:
                 warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in notes)
             if messages:
                 warnings.extend(ToolWarning(server=server, tool=name, message=m) for m in messages)
+            if refusal is None and check_param_headers:
+                found = param_headers(tool.input_schema)
+                if isinstance(found, str):
+                    refusal = ToolRefusal(server=server, tool=name, reason=found)
+                elif found:
+                    mirrored[name] = found
             if refusal is None:
                 tools.append(tool)
             else:
@@ -1591,4 +1621,5 @@ def _assemble(server: str, records: list[Any]) -> ListingCheck:
         refused=tuple(refused),
         warnings=tuple(warnings),
         excluded=tuple(excluded),
+        param_headers=MappingProxyType(mirrored) if mirrored else _NO_PARAM_HEADERS,
     )

@@ -11,7 +11,9 @@ How messages move
   ``Accept: application/json, text/event-stream``, the configured headers, the session id
   (``Mcp-Session-Id``) once the server gave one, and ``MCP-Protocol-Version`` once
   :meth:`~HttpTransport.set_protocol_version` went through the outbox (after the handshake).
-  The session id and the version are those of the moment the pump takes the frame.
+  The session id and the version are those of the moment the pump takes the frame. A frame
+  given to :meth:`~HttpTransport.send_with_headers` carries headers of its own too (the
+  2026-07-28 ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``), on its POST alone.
 - A POSTed *request* runs in a task of its own, so a long call never holds up another. At most
   ``max_in_flight`` requests are POSTed at once; a further one waits for a free slot in its own
   task, the waiting ones in the order the pump took them (an ``initialize``, and a frame given
@@ -106,6 +108,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Final, Literal
 
@@ -140,6 +143,7 @@ from ._http_base import (
     ResumeHeld,
     SendFrame,
     ack_timeout,
+    checked_request_headers,
     consume,
     content_type,
     describe_outgoing,
@@ -237,7 +241,9 @@ class HttpTransport(HttpTransportBase):
     Concurrent ``send`` calls are allowed. Besides the contract it offers
     :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
     :meth:`send_now`, :meth:`resume`, :meth:`discard_held` and :meth:`end`
-    (:class:`~trio_mcp.transports._base.ResumableTransport`), :attr:`mode` and
+    (:class:`~trio_mcp.transports._base.ResumableTransport`), :meth:`send_with_headers` and
+    :meth:`send_with_headers_nowait`
+    (:class:`~trio_mcp.transports._base.HeaderTransport`), :attr:`mode` and
     :meth:`statistics`.
     """
 
@@ -315,6 +321,38 @@ class HttpTransport(HttpTransportBase):
         ``initialize`` and ``notifications/initialized``): it goes through the outbox, in order,
         but is never held, and a request never waits for a slot. Raises like :meth:`send`."""
         await self._put(lambda: SendFrame(frame, describe_outgoing(frame), now=True), len(frame))
+
+    def send_with_headers_nowait(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        """:meth:`send_nowait` with ``headers`` on this frame's POST alone (and on the POSTs
+        that re-send it: after a 429, or with a new session), after the configured headers and
+        the transport's, replacing any of the same name
+        (:class:`~trio_mcp.transports._base.HeaderTransport`: the 2026-07-28 request headers).
+        A request or a notification (``request_id`` None) alike. Once the transport fell back
+        to HTTP+SSE the headers are not sent (that transport has none).
+
+        Raises :class:`LocalProtocolError` for a header that cannot be sent (see
+        :func:`~trio_mcp.transports.http._http_base.checked_request_headers`): nothing is put
+        into the outbox, and the transport goes on. Otherwise raises like :meth:`send_nowait`.
+        """
+        self._check_open()
+        item = SendFrame(frame, self._with_headers(frame, headers))
+        try:
+            self._outbox.send_nowait(item, len(frame))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed(self._why_closed()) from None
+
+    async def send_with_headers(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        """:meth:`send_with_headers_nowait`, waiting for room in the outbox."""
+        await self._put(lambda: SendFrame(frame, self._with_headers(frame, headers)), len(frame))
+
+    @staticmethod
+    def _with_headers(frame: bytes, headers: Mapping[str, str]) -> Outgoing:
+        checked = checked_request_headers(headers)
+        return attrs.evolve(describe_outgoing(frame), headers=checked)
 
     async def resume(self) -> None:
         """The new session is initialized: send the frames held since the old one expired, in
@@ -479,6 +517,7 @@ class HttpTransport(HttpTransportBase):
                 json_body=True,
                 session_id=session_id,
                 version=self._protocol_version,
+                extra=out.headers,
             )
             self._posts += 1
             log_request(what, headers)
@@ -575,6 +614,7 @@ class HttpTransport(HttpTransportBase):
                 json_body=True,
                 session_id=stream.session_id,
                 version=stream.version,
+                extra=out.headers,
             )
             self._posts += 1
             log_request(what, headers)

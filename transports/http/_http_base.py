@@ -10,7 +10,8 @@ HTTP requests; both transports are actors in the manner of the contract
 - **Down**: ``send`` / ``send_nowait`` put a frame into the transport's outbox (a
   :class:`~trio_mcp.transports._channel.ByteChannel`, bounded in bytes), and so do the ability
   methods (``set_protocol_version``; for Streamable HTTP ``send_now``, ``resume``,
-  ``discard_held`` and ``end``), so that they apply in order with the frames. One task of the
+  ``discard_held``, ``end`` and ``send_with_headers``), so that they apply in order with the
+  frames. One task of the
   transport, the *pump*, takes the outbox's items in order and applies each: it POSTs a frame
   itself (HTTP+SSE: every frame; Streamable HTTP: notifications and responses), or starts a
   task for it (a Streamable HTTP request, which may wait there for a free slot).
@@ -129,7 +130,24 @@ _SECRET_HEADER = re.compile(
     re.IGNORECASE,
 )
 _FORBIDDEN_IN_HEADER = re.compile(r"[\r\n\x00]")
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+#: A header name (RFC 9110 token; matched whole: ``$`` would let a final newline through), and
+#: a header value of one frame's own headers: printable ASCII and tabs, without whitespace at
+#: either end.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", re.ASCII)
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?", re.ASCII)
+#: Headers the transport sets itself (lower case): a frame's own headers may not replace them.
+_TRANSPORT_HEADERS: Final = frozenset(
+    {
+        "accept",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "last-event-id",
+        "mcp-session-id",
+        "transfer-encoding",
+    }
+)
 
 
 # --------------------------------------------------------------------------- hygiene
@@ -139,6 +157,43 @@ def looks_secret_header(name: str) -> bool:
     """Whether a header's name suggests that its value is a secret (``Authorization``,
     ``X-Api-Key``, ``Cookie``, ``Mcp-Session-Id``...)."""
     return bool(_SECRET_HEADER.search(name))
+
+
+def checked_request_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``headers`` for one frame's POST, checked and copied (the caller may change its mapping
+    afterwards). Raises :class:`LocalProtocolError` naming the header when a name is not an HTTP
+    token, is one the transport sets itself (``Accept``, ``Content-Type``, ``Mcp-Session-Id``,
+    ``Last-Event-ID``...), or comes twice ignoring case, or when a value is not a string of
+    printable ASCII and tabs without whitespace at either end (a CR or LF would split the
+    request; a value with non-ASCII text must be encoded first: see
+    :func:`~trio_mcp.protocol.encode_header_value`). The value is never quoted (it may be a
+    secret)."""
+    checked: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for name, value in headers.items():
+        if not isinstance(name, str) or _HEADER_NAME.fullmatch(name) is None:
+            raise LocalProtocolError(
+                f"cannot send the header {name!r}: a header name is an HTTP token (ASCII "
+                "letters, digits and !#$%&'*+-.^_`|~)"
+            )
+        folded = name.lower()
+        if folded in _TRANSPORT_HEADERS:
+            raise LocalProtocolError(
+                f"cannot send the header {name!r} with one message: the transport sets it itself"
+            )
+        if folded in seen:
+            raise LocalProtocolError(
+                f"cannot send the header {name!r}: it is given twice (names ignore case)"
+            )
+        if not isinstance(value, str) or _HEADER_VALUE.fullmatch(value) is None:
+            raise LocalProtocolError(
+                f"cannot send the header {name!r}: its value must be printable ASCII (tabs "
+                "allowed inside) without whitespace at either end, and no CR or LF; encode it "
+                "first (=?base64?...?=)"
+            )
+        seen.add(folded)
+        checked.append((name, value))
+    return tuple(checked)
 
 
 def redacted_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, str]:
@@ -660,7 +715,7 @@ class HttpParameters:
                 )
             )
         for name, value in self.headers.items():
-            if not isinstance(name, str) or not _TOKEN.match(name):
+            if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
                 problems.append((f"headers[{name!r}]", "a header name must be an HTTP token"))
             elif not isinstance(value, str) or _FORBIDDEN_IN_HEADER.search(value):
                 problems.append((f"headers[{name!r}]", "the value must be a string without CR/LF"))
@@ -729,11 +784,15 @@ def ack_timeout(params: HttpParameters) -> httpx.Timeout:
 @attrs.frozen(kw_only=True)
 class Outgoing:
     """What a frame we send holds: the ids of its requests, the method of its first message
-    (``None`` for a response), and the request ids that its ``notifications/cancelled`` cancel."""
+    (``None`` for a response), and the request ids that its ``notifications/cancelled`` cancel.
+    ``headers``: the HTTP headers of this frame's POST alone, checked
+    (:func:`checked_request_headers`; ``send_with_headers``), or None (every other frame: no
+    allocation)."""
 
     requests: tuple[RequestId, ...]
     method: str | None
     cancels: tuple[RequestId, ...] = ()
+    headers: tuple[tuple[str, str], ...] | None = None
 
     @property
     def label(self) -> str:
@@ -1149,7 +1208,11 @@ class HttpTransportBase:
         session_id: str | None = None,
         last_event_id: str | None = None,
         version: str | None = None,
+        extra: tuple[tuple[str, str], ...] | None = None,
     ) -> httpx.Headers:
+        """The headers of one HTTP request: the configured ones, then the transport's, then
+        ``extra`` (one frame's own, :attr:`Outgoing.headers`), each replacing any of the same
+        name before it."""
         headers = httpx.Headers(dict(self._params.request_headers))
         headers["Accept"] = accept
         if json_body:
@@ -1160,6 +1223,9 @@ class HttpTransportBase:
             headers["Mcp-Session-Id"] = session_id
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
+        if extra is not None:
+            for name, value in extra:
+                headers[name] = value
         return headers
 
     async def _deliver(self, data: bytes) -> bool:

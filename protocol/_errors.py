@@ -35,6 +35,8 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   │   ├── MissingClientCapability  -32021
     │   │   ├── UnsupportedProtocolVersion  -32022
     │   │   └── UrlElicitationRequired   -32042
+    │   ├── InputRequiredError           the server asked for input (2026-07-28 multi round-trip)
+    │   │                                that the client cannot give
     │   ├── CallTimeout                  no answer within the call's timeout (also a TimeoutError)
     │   ├── ToolNotFound                 no registered tool has that name
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
@@ -62,6 +64,7 @@ __all__ = [
     "FrameTooLarge",
     "HeaderMismatch",
     "HttpStatusError",
+    "InputRequiredError",
     "InternalError",
     "InvalidMessage",
     "InvalidParams",
@@ -353,6 +356,8 @@ class RpcError(CallError):
         ):
             # From 2026-07-28 a missing resource is -32602 with data.uri.
             klass = ResourceNotFound
+        if klass is MissingClientCapability:
+            message = _missing_capability_message(message, data)
         return klass(
             message, code=code, data=data, server=server, method=method, request_id=request_id
         )
@@ -403,10 +408,50 @@ class HeaderMismatch(RpcError):
 class MissingClientCapability(RpcError):
     """-32021: the server needs a client capability the request did not declare (2026-07-28).
 
-    ``data["requiredCapabilities"]`` says which.
+    ``data["requiredCapabilities"]`` says which; :attr:`required_capabilities` lists their
+    names, and the message names them with what the host can do about it.
     """
 
     code_value = -32021
+
+    @property
+    def required_capabilities(self) -> tuple[str, ...]:
+        """The names of the capabilities the server needs (``"sampling"``,
+        ``"elicitation"``...), from ``data.requiredCapabilities``; empty when the server did
+        not say (or said it in another shape)."""
+        return _required_capabilities(self.data)
+
+
+#: What a host gives the runtime for each client capability a server may require.
+_CAPABILITY_HINTS: Mapping[str, str] = {
+    "roots": "a list_roots callback",
+    "sampling": "a sampling callback",
+    "elicitation": "an elicitation callback",
+}
+
+
+def _required_capabilities(data: Any) -> tuple[str, ...]:
+    required = data.get("requiredCapabilities") if isinstance(data, Mapping) else None
+    if isinstance(required, Mapping):
+        return tuple(str(name) for name in required)
+    return ()
+
+
+def _missing_capability_message(message: str, data: Any) -> str:
+    names = _required_capabilities(data)
+    if not names:
+        return (
+            f"{message} (the server needs a client capability the request did not declare, "
+            "and did not say which in data.requiredCapabilities)"
+        )
+    hints = [_CAPABILITY_HINTS[name] for name in names if name in _CAPABILITY_HINTS]
+    advice = (
+        f": give the runtime {' and '.join(hints)} (HostCallbacks) to declare it" if hints else ""
+    )
+    return (
+        f"{message} (the server needs the client capabilities {', '.join(names)}, which this "
+        f"client did not declare{advice})"
+    )
 
 
 class UnsupportedProtocolVersion(RpcError):
@@ -443,6 +488,27 @@ _BY_CODE: dict[int, type[RpcError]] = {
     )
     if klass.code_value is not None
 }
+
+
+class InputRequiredError(CallError):
+    """The server answered with ``resultType: "input_required"`` (2026-07-28 multi round-trip
+    requests: it needs an answer from the user or the host, such as an elicitation, before it
+    can finish) and the client could not give it. ``result`` is the
+    :class:`~trio_mcp.protocol.InputRequiredResult` as received. The server did not finish
+    the request: nothing was done that needs undoing."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        result: Any,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        #: The ``InputRequiredResult`` as received.
+        self.result = result
 
 
 class CallTimeout(CallError, TimeoutError):

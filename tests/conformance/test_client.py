@@ -140,7 +140,13 @@ def test_the_suite_server_is_streamable_http() -> None:
 async def test_tools_call_adds_two_numbers(autojump_clock: Clock) -> None:
     fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
     await run_scenario("tools_call", server(fake))
-    assert [m for m, _ in fake.requests] == ["initialize", "tools/list", "tools/call"]
+    # the probe first: the (legacy) fake refuses it, and the client speaks 2025-11-25
+    assert [m for m, _ in fake.requests] == [
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "tools/call",
+    ]
     assert fake.requests[-1][1] == {"name": "add_numbers", "arguments": {"a": 2, "b": 3}}
 
 
@@ -148,8 +154,8 @@ async def test_initialize_and_unknown_scenarios_only_connect(autojump_clock: Clo
     for scenario in ("initialize", "auth/metadata-default", ""):
         fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
         await run_scenario(scenario, server(fake))
-        assert [m for m, _ in fake.requests] == ["initialize", "tools/list"]
-        params = fake.requests[0][1]
+        assert [m for m, _ in fake.requests] == ["server/discover", "initialize", "tools/list"]
+        params = fake.requests[1][1]
         assert params is not None
         assert params["protocolVersion"] == "2025-11-25"
         assert params["clientInfo"]["name"] == "trio-mcp-conformance"

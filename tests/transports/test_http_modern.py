@@ -39,6 +39,7 @@ from trio_mcp.protocol import CallTimeout, Era
 from trio_mcp.protocol._errors import HttpStatusError, ServerDisconnected
 from trio_mcp.transports._base import (
     ConnectionEnded,
+    HeaderTransport,
     Inbound,
     RequestFailed,
     StatelessTransport,
@@ -124,6 +125,21 @@ async def test_every_post_carries_the_version_and_nothing_of_a_session() -> None
             assert sent.header("mcp-session-id") is None
             assert sent.header("accept") == "application/json, text/event-stream"
     assert fake.methods() == ["server/discover", "tools/call"]
+
+
+async def test_a_request_sent_with_headers_carries_them_on_its_post() -> None:
+    async with fake_server(era="modern") as (_, server):
+        async with stateless(server) as (t, inbox):
+            assert isinstance(t, HeaderTransport)
+            extra = {"Mcp-Method": "server/discover", "MCP-Protocol-Version": MODERN}
+            await t.send_with_headers(request(1, "server/discover"), 1, extra)
+            assert (await take_json(inbox))["id"] == 1
+            await t.send(request(2, "server/discover"))
+            assert (await take_json(inbox))["id"] == 2
+        first, second = server.requests
+        assert first.header("mcp-method") == "server/discover"
+        assert first.header("mcp-protocol-version") == MODERN  # one value, not two
+        assert second.header("mcp-method") is None
 
 
 async def test_a_400_or_404_with_a_json_rpc_body_is_the_requests_error_answer() -> None:

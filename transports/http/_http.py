@@ -121,6 +121,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Final, Literal
 
@@ -228,6 +229,8 @@ class _Stream:
     #: Taken in the stateless shape of 2026-07-28 (see ``HttpTransport._stateless``).
     stateless: bool
     parser: SseParser
+    #: Headers of its own (``send_with_headers``), on its POSTs.
+    headers: Mapping[str, str] | None
     #: Its place among the ``max_in_flight`` slots: ``"free"`` (an initialize or a frame sent
     #: with ``send_now``: it never waits), ``"waiting"`` (in the queue for one), ``"taken"``
     #: (it holds one until its task ends).
@@ -260,6 +263,8 @@ class HttpTransport(HttpTransportBase):
 
     Concurrent ``send`` calls are allowed. Besides the contract it offers
     :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
+    :meth:`set_stateless` (:class:`~trio_mcp.transports._base.StatelessTransport`),
+    :meth:`send_with_headers` (:class:`~trio_mcp.transports._base.HeaderTransport`),
     :meth:`send_now`, :meth:`resume`, :meth:`discard_held` and :meth:`end`
     (:class:`~trio_mcp.transports._base.ResumableTransport`), :attr:`mode` and
     :meth:`statistics`.
@@ -353,6 +358,17 @@ class HttpTransport(HttpTransportBase):
         probe that found a legacy server). Raises like :meth:`send`."""
         await self._put(lambda: SetStateless(version))
 
+    async def send_with_headers(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        """:meth:`send`, the POST carrying ``headers`` besides the transport's own (a header the
+        transport sets too is replaced): the request headers of 2026-07-28, which the session
+        computes (:class:`~trio_mcp.transports._base.HeaderTransport`). Raises like
+        :meth:`send`."""
+        await self._put(
+            lambda: SendFrame(frame, describe_outgoing(frame), headers=dict(headers)), len(frame)
+        )
+
     async def send_now(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """Send ``frame`` past the frames held since the session expired (the new
         ``initialize`` and ``notifications/initialized``): it goes through the outbox, in order,
@@ -394,17 +410,21 @@ class HttpTransport(HttpTransportBase):
             case SetStateless(version=version):
                 self._stateless = version is not None
                 self._protocol_version = version
+            case SendFrame(frame=frame, out=out, now=now, headers=headers):
+                await self._send_frame(frame, out, now=now, headers=headers)
             case _:
                 await super()._apply(item)
 
-    async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
+    async def _send_frame(
+        self, frame: bytes, out: Outgoing, *, now: bool, headers: Mapping[str, str] | None = None
+    ) -> None:
         if self._legacy is not None:
             await self._legacy.post(frame, out)
             return
         if now and self._holding:
             self._renewing = True
         self._taken += 1
-        await self._dispatch(self._taken, frame, out, now=now)
+        await self._dispatch(self._taken, frame, out, now=now, headers=headers)
 
     def _set_version(self, version: str) -> None:
         """Send ``version`` on every later request, and open the stream for server-initiated
@@ -415,7 +435,15 @@ class HttpTransport(HttpTransportBase):
             self._get_scope = scope
             self._tasks.start_soon(self._run_get_stream, scope)
 
-    async def _dispatch(self, seq: int, frame: bytes, out: Outgoing, *, now: bool = False) -> None:
+    async def _dispatch(
+        self,
+        seq: int,
+        frame: bytes,
+        out: Outgoing,
+        *,
+        now: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         """Send one frame, the ``seq``-th the pump took (in the pump): hold it, start its
         request's task, or POST it. The pump never waits for a slot: a request waits in its own
         task, so the notifications and responses behind it go out meanwhile."""
@@ -454,6 +482,7 @@ class HttpTransport(HttpTransportBase):
             stateless=self._stateless,
             parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
             slot=slot,
+            headers=headers,
         )
         self._requests.add(stream)
         if slot == "waiting":
@@ -627,6 +656,8 @@ class HttpTransport(HttpTransportBase):
                 session_id=stream.session_id,
                 version=stream.version,
             )
+            if stream.headers:
+                headers.update(stream.headers)
             self._posts += 1
             log_request(what, headers)
             reason = "the server ended the stream"

@@ -859,11 +859,12 @@ def parse_events(
 @attrs.frozen
 class SendFrame:
     """A frame to send; ``now``: past the frames held since the session expired
-    (``send_now``)."""
+    (``send_now``); ``headers``: HTTP headers of its own (``send_with_headers``)."""
 
     frame: bytes
     out: Outgoing
     now: bool = False
+    headers: Mapping[str, str] | None = None
 
 
 @attrs.frozen

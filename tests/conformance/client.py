@@ -4,7 +4,8 @@ The suite's runner starts a mock MCP server for one scenario, then runs this scr
 server's URL as the last argument and the scenario in ``MCP_CONFORMANCE_SCENARIO`` (and the
 protocol revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION``). The script opens a runtime with one
 Streamable HTTP server at that URL, does what the scenario expects, and exits 0 when that worked;
-the suite judges what reached its server.
+the suite judges what reached its server. The runtime finds out which revision the mock server
+speaks (it probes with ``server/discover``), as it would for any host.
 
 It is built only on trio-mcp's public API (``trio_mcp.actors`` and ``trio_mcp.protocol``), as a
 host would be; :func:`run_scenario` takes any :class:`ServerConfig`, so the tests in this folder
@@ -33,6 +34,7 @@ from trio_mcp.actors import (
     open_runtime,
 )
 from trio_mcp.protocol import (
+    MODERN_VERSIONS,
     CallToolResult,
     ElicitRequestFormParams,
     ElicitRequestURLParams,
@@ -165,14 +167,19 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
     "json-schema-2020-12-preservation": json_schema_preservation,
+    "request-metadata": connect_only,
 }
 
 
-async def run_scenario(scenario: str, server: ServerConfig) -> None:
-    """Run ``scenario`` against ``server`` (whose name must be :data:`SERVER`).
+async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -> None:
+    """Run ``scenario`` against ``server`` (whose name must be :data:`SERVER`). The runtime
+    finds out which revision the server speaks (``protocol: auto``); ``version`` is the one
+    the suite tests (``MCP_CONFORMANCE_PROTOCOL_VERSION``): when it is 2026-07-28 the server
+    must have been found speaking it.
 
-    Raises :class:`ScenarioFailed` when the server does not become ready or a step fails, and
-    lets :class:`McpError` (a failed call) through.
+    Raises :class:`ScenarioFailed` when the server does not become ready (or in another
+    revision than the suite's 2026-07-28) or a step fails, and lets :class:`McpError` (a failed
+    call) through.
     """
     if server.name != SERVER:
         raise ValueError(f"the server must be named {SERVER!r}, not {server.name!r}")
@@ -189,7 +196,12 @@ async def run_scenario(scenario: str, server: ServerConfig) -> None:
             raise ScenarioFailed(
                 f"the server did not become ready: {status.state.name} ({status.last_error})"
             )
-        logger.info("ready; tools: %s", sorted(rt.tools()))
+        logger.info("ready (protocol %s); tools: %s", status.protocol_version, sorted(rt.tools()))
+        if version in MODERN_VERSIONS and status.protocol_version != version:
+            raise ScenarioFailed(
+                f"the suite tests {version}, and the server was spoken to in "
+                f"{status.protocol_version}"
+            )
         await steps(rt)
 
 
@@ -221,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f", context keys {sorted(json.loads(context))}" if context else "",
     )
     try:
-        trio.run(run_scenario, scenario, http_server(url))
+        trio.run(run_scenario, scenario, http_server(url), version)
     except (ScenarioFailed, McpError) as exc:
         print(
             f"conformance scenario {scenario!r} failed: {type(exc).__name__}: {exc}",

@@ -123,6 +123,7 @@ def test_the_client_knows_the_scenarios_make_conformance_runs() -> None:
         "elicitation-sep1034-client-defaults",
         "initialize",
         "json-schema-2020-12-preservation",
+        "request-metadata",
         "sse-retry",
         "tools_call",
     ]
@@ -160,6 +161,38 @@ async def test_initialize_and_unknown_scenarios_only_connect(autojump_clock: Clo
         assert params["protocolVersion"] == "2025-11-25"
         assert params["clientInfo"]["name"] == "trio-mcp-conformance"
         assert params["capabilities"] == {"elicitation": {"form": {}}}
+
+
+async def test_tools_call_at_2026_07_28_speaks_it_without_a_handshake(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="mock", era="modern", tools=[FakeTool("add_numbers")])
+    await run_scenario("tools_call", server(fake), "2026-07-28")
+    assert [m for m, _ in fake.requests] == ["server/discover", "tools/list", "tools/call"]
+    for _, params in fake.requests:
+        assert params is not None
+        meta = params["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "trio-mcp-conformance"
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}}}
+
+
+async def test_request_metadata_retries_the_refused_first_request(autojump_clock: Clock) -> None:
+    # The suite's mock refuses the first request with -32022 naming 2026-07-28.
+    fake = FakeServer(name="mock", era="modern", unsupported_version_answers=1)
+    await run_scenario("request-metadata", server(fake), "2026-07-28")
+    assert [m for m, _ in fake.requests] == ["server/discover", "server/discover", "tools/list"]
+
+
+async def test_a_2026_scenario_fails_when_the_server_was_spoken_to_in_a_handshake_revision(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
+    with pytest.raises(ScenarioFailed) as info:
+        await run_scenario("tools_call", server(fake), "2026-07-28")
+    assert (
+        str(info.value) == "the suite tests 2026-07-28, and the server was spoken to in 2025-11-25"
+    )
 
 
 async def test_elicitation_is_accepted_with_every_default(autojump_clock: Clock) -> None:

@@ -596,13 +596,22 @@ class Session:
         return {"MCP-Protocol-Version": self._version}
 
     async def _input_required(
-        self, method: str, params: Mapping[str, Any] | None, raw: Mapping[str, Any]
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        raw: Mapping[str, Any],
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
     ) -> Mapping[str, Any]:
-        """The server answered ``method`` (with ``params``) with ``resultType:
-        "input_required"``: it asks for input (multi round-trip requests). Raises
-        :class:`InputRequiredError` saying what it asked for (or :class:`InvalidMessage` when
-        the answer is malformed). The one place where a modern session meets such a result,
-        for ``tools/call``, ``resources/read`` and ``prompts/get`` alike."""
+        """The server answered ``method`` (with ``params``, as the caller gave them, and the
+        request's other options) with ``resultType: "input_required"``: it asks for input
+        (multi round-trip requests). Raises :class:`InputRequiredError` saying what it asked
+        for (or :class:`InvalidMessage` when the answer is malformed). The one place where a
+        modern session meets such a result, for ``tools/call``, ``resources/read`` and
+        ``prompts/get`` alike: whatever it returns is the request's result."""
         result = decode_result(method, raw)
         assert isinstance(result, InputRequiredResult)
         asked = sorted(
@@ -742,7 +751,15 @@ class Session:
             except UnsupportedProtocolVersion as again:
                 raise self._version_refused(again) from again
         if raw.get("resultType") == "input_required" and method in INPUT_REQUIRED_METHODS:
-            return await self._input_required(method, params, raw)
+            return await self._input_required(
+                method,
+                params,
+                raw,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+            )
         return raw
 
     async def _send_request(

@@ -60,16 +60,20 @@ fmt: setup
 	$(VENV)/bin/ruff check --fix .
 
 # The official MCP conformance suite, client side: the 2025-11-25 required scenarios and the
-# JSON Schema one, ONE AT A TIME (run together they compete for the CPU and sse-retry's timing
-# checks get flaky), each against tests/conformance/client.py. The runner installs Node 22 and
-# the suite into a cache folder on first use (about 30 s). A scenario not in the baseline fails
-# the target when a check fails or warns or the client exits with an error; the OAuth ones are
-# expected to fail until OAuth lands (tests/conformance/expected-failures.yaml), and one of them
-# that passes fails the target too (a stale entry), so the baseline stays exact.
+# JSON Schema one, then the 2026-07-28 ones trio-mcp speaks (CONFORMANCE_MODERN, run with
+# --spec-version 2026-07-28), ONE AT A TIME (run together they compete for the CPU and
+# sse-retry's timing checks get flaky), each against tests/conformance/client.py. The runner
+# installs Node 22 and the suite into a cache folder on first use (about 30 s). A scenario not in
+# the baseline fails the target when a check fails or warns or the client exits with an error;
+# the OAuth ones are expected to fail until OAuth lands (tests/conformance/expected-failures.yaml),
+# and one of them that passes fails the target too (a stale entry), so the baseline stays exact.
 CONFORMANCE           := ../shared/tools/conformance
 CONFORMANCE_CLIENT    := $(PY) tests/conformance/client.py
 CONFORMANCE_BASELINE  := tests/conformance/expected-failures.yaml
 CONFORMANCE_SCENARIOS := initialize tools_call elicitation-sep1034-client-defaults sse-retry \
+	json-schema-2020-12-preservation
+CONFORMANCE_MODERN    := tools_call request-metadata sep-2322-client-request-state \
+	http-standard-headers http-custom-headers http-invalid-tool-headers json-schema-ref-no-deref \
 	json-schema-2020-12-preservation
 CONFORMANCE_OAUTH     := auth/metadata-default auth/metadata-var1 auth/metadata-var2 \
 	auth/metadata-var3 auth/basic-cimd auth/scope-from-www-authenticate \
@@ -88,8 +92,17 @@ conformance: setup
 			printf '%s\n' "$$out" | grep -q "OVERALL: PASSED" || rc=1;; esac; \
 		[ $$rc -eq 0 ] || failed="$$failed $$scenario"; \
 	done; \
+	for scenario in $(CONFORMANCE_MODERN); do \
+		echo "=== conformance: $$scenario at 2026-07-28"; \
+		out=$$($(CONFORMANCE) client --command "$(CONFORMANCE_CLIENT)" --scenario "$$scenario" \
+			--spec-version 2026-07-28 --expected-failures $(CONFORMANCE_BASELINE) 2>&1); rc=$$?; \
+		printf '%s\n' "$$out"; \
+		printf '%s\n' "$$out" | grep -q "OVERALL: PASSED" || rc=1; \
+		[ $$rc -eq 0 ] || failed="$$failed $$scenario@2026-07-28"; \
+	done; \
 	if [ -n "$$failed" ]; then echo "conformance: FAILED:$$failed"; exit 1; fi; \
-	echo "conformance: all $(words $(CONFORMANCE_SCENARIOS)) scenarios passed;" \
+	echo "conformance: all $(words $(CONFORMANCE_SCENARIOS)) scenarios passed, and" \
+		"$(words $(CONFORMANCE_MODERN)) at 2026-07-28;" \
 		"$(words $(CONFORMANCE_OAUTH)) OAuth scenarios failed as expected"
 
 clean:

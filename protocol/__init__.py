@@ -254,6 +254,7 @@ from ._versions import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
+    MODERN_ERROR_CODES,
     MODERN_VERSIONS,
     RESERVED_REQUEST_META_KEYS,
     Era,
@@ -263,6 +264,7 @@ from ._versions import (
     choose_modern_version,
     era_of,
     features,
+    is_modern_error,
     with_request_meta,
 )
 
@@ -290,6 +292,7 @@ __all__ = [
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
+    "MODERN_ERROR_CODES",
     "MODERN_VERSIONS",
     "RESERVED_REQUEST_META_KEYS",
     "REVISIONS",
@@ -496,6 +499,7 @@ __all__ = [
     "encode_message",
     "era_of",
     "features",
+    "is_modern_error",
     "param_headers",
     "parse_message",
     "request_headers",

@@ -358,6 +358,8 @@ class RpcError(CallError):
         ):
             # From 2026-07-28 a missing resource is -32602 with data.uri.
             klass = ResourceNotFound
+        if klass is MissingClientCapability:
+            message = _missing_capability_message(message, data)
         return klass(
             message, code=code, data=data, server=server, method=method, request_id=request_id
         )
@@ -408,10 +410,50 @@ class HeaderMismatch(RpcError):
 class MissingClientCapability(RpcError):
     """-32021: the server needs a client capability the request did not declare (2026-07-28).
 
-    ``data["requiredCapabilities"]`` says which.
+    ``data["requiredCapabilities"]`` says which; :attr:`required_capabilities` lists their
+    names, and the message names them with what the host can do about it.
     """
 
     code_value = -32021
+
+    @property
+    def required_capabilities(self) -> tuple[str, ...]:
+        """The names of the capabilities the server needs (``"sampling"``,
+        ``"elicitation"``...), from ``data.requiredCapabilities``; empty when the server did
+        not say (or said it in another shape)."""
+        return _required_capabilities(self.data)
+
+
+#: What a host gives the runtime for each client capability a server may require.
+_CAPABILITY_HINTS: Mapping[str, str] = {
+    "roots": "a list_roots callback",
+    "sampling": "a sampling callback",
+    "elicitation": "an elicitation callback",
+}
+
+
+def _required_capabilities(data: Any) -> tuple[str, ...]:
+    required = data.get("requiredCapabilities") if isinstance(data, Mapping) else None
+    if isinstance(required, Mapping):
+        return tuple(str(name) for name in required)
+    return ()
+
+
+def _missing_capability_message(message: str, data: Any) -> str:
+    names = _required_capabilities(data)
+    if not names:
+        return (
+            f"{message} (the server needs a client capability the request did not declare, "
+            "and did not say which in data.requiredCapabilities)"
+        )
+    hints = [_CAPABILITY_HINTS[name] for name in names if name in _CAPABILITY_HINTS]
+    advice = (
+        f": give the runtime {' and '.join(hints)} (HostCallbacks) to declare it" if hints else ""
+    )
+    return (
+        f"{message} (the server needs the client capabilities {', '.join(names)}, which this "
+        f"client did not declare{advice})"
+    )
 
 
 class UnsupportedProtocolVersion(RpcError):

@@ -31,6 +31,7 @@ __all__ = [
     "META_PROTOCOL_VERSION",
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
+    "MODERN_ERROR_CODES",
     "MODERN_VERSIONS",
     "RESERVED_REQUEST_META_KEYS",
     "Era",
@@ -40,6 +41,7 @@ __all__ = [
     "choose_modern_version",
     "era_of",
     "features",
+    "is_modern_error",
     "with_request_meta",
 ]
 
@@ -91,6 +93,21 @@ RESERVED_REQUEST_META_KEYS: Final = frozenset(
         META_PROGRESS_TOKEN,
     }
 )
+
+
+#: The JSON-RPC error codes 2026-07-28 reserves for the specification (-32020 header mismatch,
+#: -32021 missing client capability, -32022 unsupported protocol version, and the rest of the
+#: range for later ones). An answer with one of them proves that the server speaks the modern
+#: protocol; every other code (-32601, -32602...) is what legacy servers answer too.
+MODERN_ERROR_CODES: Final = range(-32099, -32019)
+
+
+def is_modern_error(code: object) -> bool:
+    """Whether ``code`` (a JSON-RPC error code) is one of :data:`MODERN_ERROR_CODES`: the mark
+    of a server that speaks 2026-07-28, for era detection (checklist section 6). A legacy
+    server's "method not found" (-32601), "invalid params" (-32602) or implementation-defined
+    code (-32000 to -32019) is not; nor is anything that is not an integer."""
+    return isinstance(code, int) and not isinstance(code, bool) and code in MODERN_ERROR_CODES
 
 
 class Era(enum.Enum):

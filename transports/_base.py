@@ -21,9 +21,9 @@ only through channels:
   written is safe to retry, one whose request may have been written has an unknown outcome.
 
 Optional abilities are typed :class:`~typing.Protocol` classes (:class:`VersionedTransport`,
-:class:`ResumableTransport`, :class:`HeaderTransport`, :class:`ProcessTransport`) that mypy
-checks, each implemented by the transports that have it; their methods also go through the
-outbox, in order with the frames.
+:class:`StatelessTransport`, :class:`HeaderTransport`, :class:`ResumableTransport`,
+:class:`ProcessTransport`) that mypy checks, each implemented by the transports that have it;
+their methods also go through the outbox, in order with the frames.
 
 Without a sink (a transport used on its own, as in the tests), the transport makes its own and
 :meth:`Transport.receive` reads frames from it.
@@ -55,6 +55,7 @@ __all__ = [
     "RequestFailed",
     "ResumableTransport",
     "SessionExpiredNotice",
+    "StatelessTransport",
     "StderrLine",
     "Transport",
     "TransportEvent",
@@ -235,6 +236,20 @@ class VersionedTransport(Transport, Protocol):
 
     async def set_protocol_version(self, version: str) -> None:
         """Every frame sent after this call (in outbox order) carries ``version``."""
+        ...
+
+
+@runtime_checkable
+class StatelessTransport(Transport, Protocol):
+    """A transport whose medium has a shape of its own for the stateless revision 2026-07-28
+    (Streamable HTTP: every message a POST carrying ``MCP-Protocol-Version``, no session id, no
+    stream for server-initiated messages, no resumption, and a request cancelled by closing
+    its response stream)."""
+
+    async def set_stateless(self, version: str | None) -> None:
+        """Every frame sent after this call (in outbox order) goes in the stateless shape of
+        protocol revision ``version``; ``None`` goes back to the shape of the handshake
+        revisions, before any ``initialize`` (after a probe that found a legacy server)."""
         ...
 
 

@@ -42,10 +42,12 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
     "DEFAULT_OFFLOAD_CHARS",
     "NETWORK_POLICIES",
+    "PROTOCOL_CHOICES",
     "SECURITY_POLICIES",
     "SERVER_NAME_PATTERN",
     "CatalogShape",
     "NetworkPolicy",
+    "ProtocolChoice",
     "RuntimeConfig",
     "SecurityPolicy",
     "ServerConfig",
@@ -86,6 +88,13 @@ DEFAULT_OFFLOAD_CHARS: Final = 65_536
 NETWORK_POLICIES: Final[tuple[NetworkPolicy, ...]] = ("deny", "allow")
 #: The values ``RuntimeConfig.security_policy`` accepts.
 SECURITY_POLICIES: Final[tuple[SecurityPolicy, ...]] = ("block", "warn")
+#: Which protocol revisions to speak with a server: ``"auto"`` (probe with ``server/discover``
+#: and fall back to ``initialize``, remembering what the server spoke), ``"legacy"`` (the
+#: handshake revisions 2024-11-05 to 2025-11-25, no probe) or ``"modern"`` (2026-07-28 only,
+#: no fallback).
+ProtocolChoice = Literal["auto", "legacy", "modern"]
+#: The values ``ServerConfig.protocol`` accepts.
+PROTOCOL_CHOICES: Final[tuple[ProtocolChoice, ...]] = ("auto", "legacy", "modern")
 _TRUST_LEVELS: Final = ("untrusted", "trusted")
 _AUTH_MODES: Final = ("oauth",)
 
@@ -299,8 +308,11 @@ class ServerConfig:
     trust_level: Literal["untrusted", "trusted"] = "untrusted"
     tools_include: tuple[str, ...] | None = None
     tools_exclude: tuple[str, ...] = ()
-    #: Sent with logging/setLevel after the handshake when the server declares logging.
+    #: Sent with logging/setLevel after the handshake when the server declares logging
+    #: (legacy), or in every request's ``_meta`` (2026-07-28).
     log_level: str | None = None
+    #: Which protocol revisions to speak (see :data:`ProtocolChoice`); ``"auto"`` finds out.
+    protocol: ProtocolChoice = "auto"
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     resources: bool = True
     skills: bool = False
@@ -349,6 +361,23 @@ class ServerConfig:
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             found.append(
                 ("max_frame_bytes", f"server {name!r}: max_frame_bytes must be > 0, got {size!r}")
+            )
+        if self.protocol not in PROTOCOL_CHOICES:
+            found.append(
+                (
+                    "protocol",
+                    f"server {name!r}: protocol must be 'auto', 'legacy' or 'modern', "
+                    f"got {self.protocol!r}",
+                )
+            )
+        elif self.protocol == "modern" and kind is TransportKind.SSE:
+            found.append(
+                (
+                    "protocol",
+                    f"server {name!r}: protocol 'modern' (2026-07-28) does not run over the "
+                    "legacy HTTP+SSE transport (type 'sse'): use type 'http', or protocol "
+                    "'auto' or 'legacy'",
+                )
             )
         if self.trust_level not in _TRUST_LEVELS:
             found.append(

@@ -46,6 +46,7 @@ from ._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
     NETWORK_POLICIES,
+    PROTOCOL_CHOICES,
     SECURITY_POLICIES,
     RuntimeConfig,
     ServerConfig,
@@ -141,6 +142,7 @@ _COMMON_KEYS: Final = frozenset(
         "max_frame_bytes",
         "progress_resets_timeout",
         "max_call_time",
+        "protocol",
     }
 )
 _SHAPE_KEYS: Final[Mapping[ConfigShape, frozenset[str]]] = {
@@ -916,6 +918,15 @@ class _ServerReader:
                 )
             else:
                 options["log_level"] = level
+        protocol = data.get("protocol")
+        if protocol is not None:
+            if protocol not in PROTOCOL_CHOICES:
+                self.bad(
+                    ("protocol",),
+                    f"protocol must be one of {', '.join(PROTOCOL_CHOICES)}, got {_show(protocol)}",
+                )
+            else:
+                options["protocol"] = protocol
         size = data.get("max_frame_bytes")
         if size is not None:
             if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
@@ -1346,6 +1357,7 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             "resources": server.resources,
             "skills": server.skills,
             "log_level": server.log_level,
+            "protocol": server.protocol,
             "max_frame_bytes": server.max_frame_bytes,
         }
         if server.project is not None:

@@ -53,10 +53,20 @@ class HostCallbacks:
     elicitation_modes: tuple[str, ...] = ("form",)
 
     def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities to declare, from the callbacks that are present."""
+        """The capabilities to declare in ``initialize`` (the handshake revisions), from the
+        callbacks that are present."""
+        caps = self.modern_capabilities()
+        if "roots" in caps:
+            caps["roots"] = {"listChanged": False}
+        return caps
+
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The capabilities every 2026-07-28 request declares in its ``_meta``, from the
+        callbacks that are present: that revision's shape (``roots`` has no ``listChanged``, and
+        there is no ``tasks``)."""
         caps: dict[str, Any] = {}
         if self.list_roots is not None:
-            caps["roots"] = {"listChanged": False}
+            caps["roots"] = {}
         if self.sampling is not None:
             caps["sampling"] = {}
         if self.elicitation is not None:

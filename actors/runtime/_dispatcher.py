@@ -14,7 +14,9 @@ so only the dispatcher's task changes its table of requests in flight. A request
 is refused with an error by the dispatcher itself, if the transport's outbox takes the answer
 at once, and left unanswered otherwise: a server flooding us with requests costs neither a task
 nor a waiting frame per request. ``notifications/cancelled`` from the server cancels the handler
-of that request (and nothing is answered). ``notifications/*/list_changed`` goes to the
+of that request (and nothing is answered). In a 2026-07-28 session (the session says so with
+:class:`ModernSession`) servers send no requests: one that does is logged and left unanswered
+(clients send no responses in that revision). ``notifications/*/list_changed`` goes to the
 session's re-lister, log messages and stderr lines to the log and the event bus.
 """
 
@@ -51,6 +53,7 @@ __all__ = [
     "Answered",
     "DispatchItem",
     "Dispatcher",
+    "ModernSession",
 ]
 
 #: Items waiting for the dispatcher; past this the table drops notifications (and says so).
@@ -82,7 +85,12 @@ class Answered:
     request_id: RequestId
 
 
-DispatchItem: TypeAlias = Request | Notification | StderrLine | Answered
+@attrs.frozen(kw_only=True)
+class ModernSession:
+    """The session speaks 2026-07-28, where servers send no requests: refuse to answer any."""
+
+
+DispatchItem: TypeAlias = Request | Notification | StderrLine | Answered | ModernSession
 
 
 class EventPublisher(Protocol):
@@ -109,6 +117,8 @@ class Dispatcher:
     _mailbox: trio.MemoryReceiveChannel[DispatchItem] = attrs.field(init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
     _handlers: trio.Nursery | None = attrs.field(default=None, init=False)
+    #: Server requests are answered (False once the session speaks 2026-07-28).
+    _answers_requests: bool = attrs.field(default=True, init=False)
     _log: logging.Logger = attrs.field(init=False)
     _stderr_log: logging.Logger = attrs.field(init=False)
 
@@ -150,11 +160,20 @@ class Dispatcher:
                 )
             case Answered(request_id=request_id):
                 self._inbound.pop(request_id, None)
+            case ModernSession():
+                self._answers_requests = False
 
     # ------------------------------------------------------------------ server requests
 
     def _request(self, request: Request) -> None:
         assert self._handlers is not None
+        if not self._answers_requests:
+            self._log.warning(
+                "the server sent a %s request in a 2026-07-28 session, where servers send no "
+                "requests (they ask for input in their results): ignored, not answered",
+                request.method,
+            )
+            return
         if request.id in self._inbound:
             self._log.warning(
                 "the server sent request id %r again while it is in flight; refused",

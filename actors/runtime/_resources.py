@@ -19,6 +19,8 @@ import attrs
 
 from ...protocol._errors import (
     CallTimeout,
+    InputRequestFailed,
+    InputRoundsExceeded,
     InvalidParams,
     McpCatalogError,
     McpError,
@@ -165,6 +167,8 @@ PROMPTS: Final = Listing(
 #: message (``{server}``, ``{method}``, ``{error}``; ``{detail}`` is the error's first argument).
 _FAILURES: Final[tuple[tuple[type[McpError], str, str], ...]] = (
     (ResourceNotFound, "not_found", "the MCP server {server!r} has no such resource: {detail}"),
+    (InputRequestFailed, "invalid", "{error}"),
+    (InputRoundsExceeded, "server_error", "{error}"),
     (InvalidParams, "invalid", "the MCP server {server!r} refused the request: {error}"),
     (RpcError, "server_error", "the MCP server {server!r} answered with an error: {error}"),
     (CallTimeout, "server_error", "{error}"),

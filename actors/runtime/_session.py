@@ -22,9 +22,34 @@ it is the task (:meth:`Session.run`) whose nursery holds the connection's actors
   frames (not a :class:`~trio_mcp.transports.ResumableTransport`: one built around the HTTP
   transport, such as the chaos transport) has no control loop: the table ends the connection
   at its first expiry;
-- the session task itself: the handshake (``initialize``, ``notifications/initialized``, the log
-  level, the first tool listing), after which it starts the re-lister; its nursery then holds
-  the actors above until the connection ends.
+- the session task itself: the era detection and the handshake (see below) and the first tool
+  listing, after which it starts the re-lister; its nursery then holds the actors above until
+  the connection ends.
+
+**Which revision.** A server speaks the handshake revisions (2024-11-05 to 2025-11-25,
+"legacy") or the stateless 2026-07-28 ("modern"), or both. Unless the supervisor hands the
+session the era it found before (or the configuration forces one: ``protocol``), the first
+request is the probe: ``server/discover`` with 2026-07-28 in its ``_meta`` (and, over HTTP, in
+the transport's stateless shape), given :data:`PROBE_TIMEOUT` seconds at most (half of
+``connect_timeout`` if that is less). A ``DiscoverResult`` means modern, and the version is
+chosen from its ``supportedVersions``; a modern error (-32020 to -32099, such as -32022 with the
+versions the server supports) means modern too: the request is made again with a version both
+sides speak, and there is no fallback. Anything else (another error, an answer that is not a
+``DiscoverResult``, an HTTP error status, no answer in time) means legacy: ``initialize`` and
+``notifications/initialized`` as the handshake revisions have it (over HTTP, in the
+transport's handshake shape again, with its fallback to HTTP+SSE). A legacy handshake that a
+server refuses with -32022 naming 2026-07-28 (a modern server that started too slowly to answer
+the probe in time) switches to modern.
+
+A modern session puts the request envelope into every request's ``_meta`` (the version, the
+client's capabilities in that revision's shape, ``clientInfo``, the log level when one is
+configured, the progress token), sends no ``initialize``, ``notifications/initialized``,
+``logging/setLevel`` or ``ping``, and answers no server request. A -32022 answer to any request
+makes it again once, under a new id, with a version both sides speak (the session switches to
+it); -32021 is a :class:`~trio_mcp.protocol.MissingClientCapability` naming what the server
+needs. A ``tools/call``, ``resources/read`` or ``prompts/get`` the server answers with
+``resultType: "input_required"`` goes through the input rounds (:func:`with_input_rounds`): the
+host's callbacks answer, and the request is made again with the answers.
 
 When the connection ends, the table fails every waiting call at once and tells the supervisor;
 the table's error tears down the session's nursery, and :meth:`Session.run` raises it.
@@ -36,7 +61,7 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
@@ -44,6 +69,7 @@ import trio
 
 from ...protocol._errors import (
     CallTimeout,
+    HttpStatusError,
     InvalidMessage,
     ListingTooLarge,
     LocalProtocolError,
@@ -53,21 +79,53 @@ from ...protocol._errors import (
     ServerDisconnected,
     TransportClosed,
     TransportError,
+    UnsupportedProtocolVersion,
+    UnsupportedVersion,
 )
-from ...protocol._jsonrpc import Notification, Request, cancel_notification, serialize
-from ...protocol._methods import decode_result
-from ...protocol._types import CallToolResult, InitializeResult, ServerCapabilities, Tool
-from ...protocol._versions import LATEST_LEGACY, check_initialize_answer, features
+from ...protocol._headers import ParamHeaders, request_headers
+from ...protocol._jsonrpc import (
+    Notification,
+    Request,
+    cancel_notification,
+    serialize,
+)
+from ...protocol._methods import INPUT_REQUIRED_METHODS, decode_result
+from ...protocol._types import (
+    CallToolResult,
+    DiscoverResult,
+    InitializeResult,
+    InputRequiredResult,
+    ServerCapabilities,
+    Tool,
+)
+from ...protocol._versions import (
+    LATEST_LEGACY,
+    LATEST_MODERN,
+    LEGACY_VERSIONS,
+    META_PROGRESS_TOKEN,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+    Era,
+    build_request_meta,
+    check_initialize_answer,
+    choose_modern_version,
+    features,
+    is_modern_error,
+)
 from ...transports._base import (
+    HeaderTransport,
     ResumableTransport,
     SessionExpiredNotice,
+    StatelessTransport,
     Transport,
     VersionedTransport,
 )
 from ...transports._channel import ITEM_OVERHEAD
 from ..config._config import RuntimeConfig, ServerConfig
 from ._callbacks import HostCallbacks
-from ._dispatcher import Dispatcher, EventPublisher
+from ._dispatcher import Dispatcher, DispatchItem, EventPublisher, ModernSession
+from ._inputs import answer_input
+from ._mrtr import with_input_rounds
 from ._pending import (
     AllowBatches,
     ConnectionLost,
@@ -83,9 +141,19 @@ from ._pending import (
 from ._registry import ToolRefusal
 from ._toolcheck import check_listing, json_size
 
-__all__ = ["Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
+__all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 
 _INF: Final = float("inf")
+#: The longest wait for the answer to the probe (``server/discover``) before the server is
+#: taken for a legacy one (half of ``connect_timeout`` when that is less). Short: a legacy
+#: server that never answers unknown requests costs this on every first connection (the
+#: supervisor remembers the era afterwards); a modern server too slow to answer in time is
+#: still found, by its answer to ``initialize``.
+PROBE_TIMEOUT: Final = 5.0
+#: What an answer to the probe can be, besides a ``DiscoverResult`` or a modern error, that
+#: says "a legacy server": an error it answered, no answer in time, an HTTP error status, an
+#: answer that is not a ``DiscoverResult``.
+_LEGACY_VERDICTS: Final = (RpcError, CallTimeout, HttpStatusError, RemoteProtocolError)
 #: What a request the session makes on its own (a re-listing, the log level after a new HTTP
 #: session) can fail with without ending the connection: the server's error answer, a bad
 #: answer, a timeout, or the transport failing that request alone (on HTTP an error status is
@@ -108,13 +176,15 @@ def cursor_too_long(cursor: str) -> bool:
 
 @attrs.frozen(kw_only=True)
 class SessionInfo:
-    """What the handshake established."""
+    """What the handshake (legacy) or ``server/discover`` (modern) established: the revision
+    and its era, the server's identity (self-reported), capabilities and instructions."""
 
     protocol_version: str
     server_name: str
     server_version: str
     capabilities: ServerCapabilities
     instructions: str | None
+    era: Era
 
 
 @attrs.frozen(kw_only=True)
@@ -157,6 +227,11 @@ class Session:
     callbacks: HostCallbacks
     events: EventPublisher
     supervisor: SupervisorSink
+    #: The era to speak without probing (the supervisor's memory of this server, or the
+    #: configuration's ``protocol``); None: probe. With MODERN, ``start_version`` is the
+    #: revision to ask for first (None: the newest).
+    start_era: Era | None = None
+    start_version: str | None = None
 
     #: what the handshake established (set by the session's task, once, before it is ready)
     info: SessionInfo | None = attrs.field(default=None, init=False)
@@ -171,6 +246,17 @@ class Session:
     _established: bool = attrs.field(default=False, init=False)
     #: A new HTTP session is being initialized (set and cleared by the control loop's task).
     _renewing: bool = attrs.field(default=False, init=False)
+    #: The 2026-07-28 revision in use and the ``_meta`` envelope of its requests; both None in
+    #: a legacy session (so a legacy request checks one attribute, and pays for nothing else).
+    _version: str | None = attrs.field(default=None, init=False)
+    _envelope: dict[str, Any] | None = attrs.field(default=None, init=False)
+    #: The transport's abilities used by a modern session (None: it has not got them).
+    _stateless: StatelessTransport | None = attrs.field(default=None, init=False)
+    _headed: HeaderTransport | None = attrs.field(default=None, init=False)
+    #: The tools of the last listing whose arguments go into ``Mcp-Param-*`` headers (2026-07-28
+    #: over HTTP), by the server's tool name.
+    _param_headers: Mapping[str, ParamHeaders] = attrs.field(factory=dict, init=False)
+    _dispatch: trio.MemorySendChannel[DispatchItem] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -226,6 +312,11 @@ class Session:
             lost=self.supervisor,
         )
         self._table = table
+        self._dispatch = dispatcher.inbox
+        if isinstance(transport, StatelessTransport):
+            self._stateless = transport
+        if isinstance(transport, HeaderTransport):
+            self._headed = transport
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)
@@ -267,14 +358,17 @@ class Session:
 
     # ------------------------------------------------------------------ handshake
 
+    def _client_info(self) -> dict[str, Any]:
+        return {
+            "name": self.runtime.client_name,
+            "version": self.runtime.client_version or _package_version(),
+        }
+
     def _initialize_params(self) -> dict[str, Any]:
         return {
             "protocolVersion": LATEST_LEGACY,
             "capabilities": self.callbacks.client_capabilities(),
-            "clientInfo": {
-                "name": self.runtime.client_name,
-                "version": self.runtime.client_version or _package_version(),
-            },
+            "clientInfo": self._client_info(),
         }
 
     async def _adopt(self, raw: Mapping[str, Any]) -> tuple[str, InitializeResult]:
@@ -288,6 +382,7 @@ class Session:
             server_version=result.server_info.version,
             capabilities=result.capabilities,
             instructions=result.instructions,
+            era=Era.LEGACY,
         )
         if features(version).batches:
             await self.mailbox.send(AllowBatches())
@@ -296,8 +391,31 @@ class Session:
         return version, result
 
     async def _handshake(self) -> Listing:
+        """Find out which era the server speaks (unless told), then the handshake of that era
+        and the first tool listing."""
+        if self.start_era is not Era.LEGACY:
+            found = await self._discover(probe=self.start_era is None, version=self.start_version)
+            if found is not None:
+                return await self._modern_ready(found)
+        return await self._legacy_handshake()
+
+    async def _legacy_handshake(self) -> Listing:
         timeout = self.config.connect_timeout
-        raw = await self.request("initialize", self._initialize_params(), timeout=timeout)
+        try:
+            raw = await self.request("initialize", self._initialize_params(), timeout=timeout)
+        except UnsupportedProtocolVersion as exc:
+            version = choose_modern_version(_supported(exc))
+            if version is None or self.config.protocol == "legacy":
+                raise self._initialize_refused(exc, version) from exc
+            # A modern server that was too slow to answer the probe in time.
+            self._log.info(
+                "the server refused initialize naming the versions it supports (%s): speaking %s",
+                ", ".join(map(str, _supported(exc))),
+                version,
+            )
+            found = await self._discover(probe=False, version=version)
+            assert found is not None  # not a probe: a failure raises
+            return await self._modern_ready(found)
         version, result = await self._adopt(raw)
         await self.notify("notifications/initialized")
         caps = result.capabilities
@@ -316,6 +434,179 @@ class Session:
             len(listing.tools),
         )
         return listing
+
+    def _initialize_refused(
+        self, exc: UnsupportedProtocolVersion, modern: str | None
+    ) -> UnsupportedProtocolVersion:
+        """The error for an ``initialize`` the server refused with -32022: it names both sides'
+        versions, and what to change when the configuration forces the handshake revisions."""
+        theirs = ", ".join(map(str, _supported(exc))) or "none it would name"
+        advice = (
+            f"; it speaks {modern} without a handshake: set this server's protocol to 'auto' "
+            "or 'modern'"
+            if modern is not None
+            else ""
+        )
+        return UnsupportedProtocolVersion(
+            f"server {self.server!r} refused initialize with {LATEST_LEGACY}: it supports "
+            f"{theirs}, and trio-mcp speaks {', '.join(LEGACY_VERSIONS)} through initialize"
+            f"{advice}",
+            code=exc.code,
+            data=exc.data,
+            server=self.server,
+            method="initialize",
+            request_id=exc.request_id,
+        )
+
+    # ------------------------------------------------------------------ 2026-07-28
+
+    def _probe_timeout(self) -> float:
+        return min(PROBE_TIMEOUT, self.config.connect_timeout / 2)
+
+    async def _speak_modern(self, version: str | None) -> None:
+        """From now on, requests are of the 2026-07-28 revision ``version`` (None: legacy again,
+        without an envelope). Sync but for the transport's shape, which follows in outbox
+        order (before any frame sent after this)."""
+        if version is None:
+            self._version = self._envelope = None
+        else:
+            self._version = version
+            self._envelope = build_request_meta(
+                version,
+                client_capabilities=self.callbacks.modern_capabilities(),
+                client_info=self._client_info(),
+                log_level=self.config.log_level,
+            )
+            if self.info is not None and self.info.protocol_version != version:
+                self.info = attrs.evolve(self.info, protocol_version=version)
+        if self._stateless is not None:
+            await self._stateless.set_stateless(version)
+
+    async def _discover(self, *, probe: bool, version: str | None) -> DiscoverResult | None:
+        """``server/discover`` with ``version`` (or the newest modern revision): its result,
+        once the session speaks a revision both sides support. As the probe (``probe``), an
+        answer that does not come from a modern server (see :data:`_LEGACY_VERDICTS`) gives
+        None, the session speaking the handshake revisions again; otherwise it raises, as does
+        a modern server with no revision in common."""
+        await self._speak_modern(version or LATEST_MODERN)
+        timeout = self._probe_timeout() if probe else self.config.connect_timeout
+        retried = False
+        while True:
+            try:
+                # A probe that gets no answer is not cancelled on stdio: a legacy server may
+                # not take a notification before initialize. Over HTTP, closing the stream is.
+                raw = await self._send_request(
+                    "server/discover",
+                    None,
+                    timeout=timeout,
+                    cancel=not probe or self._stateless is not None,
+                )
+                result = decode_result("server/discover", raw)
+            except UnsupportedProtocolVersion as exc:
+                if retried:
+                    raise self._version_refused(exc) from exc
+                retried = True
+                await self._renegotiate(exc)
+                continue
+            except _LEGACY_VERDICTS as exc:
+                if not probe or (isinstance(exc, RpcError) and is_modern_error(exc.code)):
+                    raise
+                await self._legacy_verdict(exc)
+                return None
+            if not isinstance(result, DiscoverResult):
+                raise InvalidMessage(
+                    f"server {self.server!r} answered server/discover with a "
+                    f"{type(result).__name__}",
+                    path="$.result",
+                )
+            chosen = choose_modern_version(result.supported_versions)
+            if chosen is None:
+                assert self._version is not None
+                raise UnsupportedVersion(
+                    f"server {self.server!r} supports {_listed(result.supported_versions)}, "
+                    f"and trio-mcp speaks {', '.join(MODERN_VERSIONS)} without a handshake: no "
+                    "version in common (a newer trio-mcp may speak it)",
+                    requested=self._version,
+                    answered=", ".join(map(str, result.supported_versions)),
+                )
+            if chosen != self._version:
+                await self._speak_modern(chosen)
+            return result
+
+    async def _legacy_verdict(self, why: McpError) -> None:
+        """The probe found no modern server: speak the handshake revisions."""
+        self._log.info(
+            "server/discover got %s: not a 2026-07-28 server; using initialize",
+            _verdict_reason(why),
+        )
+        await self._speak_modern(None)
+
+    async def _modern_ready(self, result: DiscoverResult) -> Listing:
+        """Take what ``server/discover`` said, then list the tools (a modern session)."""
+        version = self._version
+        assert version is not None
+        name, server_version = _server_identity(result)
+        self.info = SessionInfo(
+            protocol_version=version,
+            server_name=name,
+            server_version=server_version,
+            capabilities=result.capabilities,
+            instructions=result.instructions,
+            era=Era.MODERN,
+        )
+        assert self._dispatch is not None
+        await self._dispatch.send(ModernSession())
+        listing = Listing(tools=(), refused=())
+        if result.capabilities.tools is not None:
+            listing = await self.list_tools()
+        self._log.info(
+            "connected: %s %s, protocol %s (no handshake), %d tools",
+            name,
+            server_version,
+            version,
+            len(listing.tools),
+        )
+        return listing
+
+    async def _renegotiate(self, exc: UnsupportedProtocolVersion) -> None:
+        """The server refused the version of a request (-32022): speak a version it listed
+        that trio-mcp speaks too, or raise :class:`UnsupportedProtocolVersion` naming both
+        sides' versions."""
+        version = choose_modern_version(_supported(exc))
+        if version is None:
+            raise self._version_refused(exc) from exc
+        if version != self._version:
+            self._log.info(
+                "the server does not support %s; switching to %s", self._version, version
+            )
+        await self._speak_modern(version)
+
+    def _version_refused(self, exc: UnsupportedProtocolVersion) -> UnsupportedProtocolVersion:
+        requested = exc.data.get("requested") if isinstance(exc.data, Mapping) else None
+        return UnsupportedProtocolVersion(
+            f"server {self.server!r} does not support protocol version "
+            f"{requested or self._version} (it supports {_listed(_supported(exc))}), and "
+            f"trio-mcp speaks {', '.join(MODERN_VERSIONS)} without a handshake: no version in "
+            "common",
+            code=exc.code,
+            data=exc.data,
+            server=self.server,
+            method=exc.method,
+            request_id=exc.request_id,
+        )
+
+    def _request_headers(self, method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
+        """The HTTP headers of one 2026-07-28 request (``MCP-Protocol-Version``, ``Mcp-Method``,
+        ``Mcp-Name`` and a tool's ``Mcp-Param-*``: :func:`request_headers`), handed to the
+        :class:`HeaderTransport` with the frame. Only called in a modern session over one.
+        Raises :class:`LocalProtocolError` for an argument its header cannot carry (nothing is
+        sent)."""
+        assert self._version is not None
+        mirrored = None
+        if method == "tools/call" and params is not None:
+            name = params.get("name")
+            mirrored = self._param_headers.get(name) if isinstance(name, str) else None
+        return request_headers(method, params, version=self._version, param_headers=mirrored)
 
     async def _new_http_session(
         self, transport: ResumableTransport, notice: SessionExpiredNotice
@@ -361,7 +652,7 @@ class Session:
 
     # ------------------------------------------------------------------ calls
 
-    async def request(
+    def request(
         self,
         method: str,
         params: Mapping[str, Any] | None = None,
@@ -371,25 +662,164 @@ class Session:
         progress_resets_timeout: bool = False,
         max_time: float | None = None,
         now: bool = False,
-    ) -> Mapping[str, Any]:
+    ) -> Coroutine[Any, Any, Mapping[str, Any]]:
         """Send a request and wait for its result (the raw ``result`` object), in the caller's
-        task.
+        task: ``await session.request(...)``.
 
         Raises :class:`RpcError` (the server answered with an error), :class:`CallTimeout` (no
-        answer in ``timeout`` seconds, or ``max_time`` in all; the server is sent
-        ``notifications/cancelled``), or :class:`ServerDisconnected` (its ``sent`` says whether
-        the request had gone out). ``progress`` is called (in this task) with each progress
-        notification; with ``progress_resets_timeout`` each one gives the call ``timeout`` more
-        seconds, never past ``max_time``. ``now`` (for a new HTTP session, on a
-        :class:`ResumableTransport` only): the frame goes past the ones the transport holds."""
+        answer in ``timeout`` seconds, or ``max_time`` in all; the server is told to cancel:
+        ``notifications/cancelled``, or over 2026-07-28 HTTP its response stream is closed),
+        or :class:`ServerDisconnected` (its ``sent`` says whether the request had gone out).
+        ``progress`` is called (in this task) with each progress notification; with
+        ``progress_resets_timeout`` each one gives the call ``timeout`` more seconds, never
+        past ``max_time``. ``now`` (for a new HTTP session, on a :class:`ResumableTransport`
+        only): the frame goes past the ones the transport holds.
+
+        In a modern session the request carries the ``_meta`` envelope; a -32022 answer makes
+        it once more, under a new id, with a version both sides speak (or raises
+        :class:`UnsupportedProtocolVersion` naming both sides' versions), and a result that
+        asks for input goes through the input rounds (:meth:`_modern_request`). A legacy
+        request pays for none of it: the era is decided once per session, and this returns the
+        one coroutine that does the work."""
+        if self._envelope is None:
+            return self._send_request(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+                now=now,
+            )
+        return self._modern_request(
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_time=max_time,
+        )
+
+    async def _modern_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
+    ) -> Mapping[str, Any]:
+        """A request of a modern session (see :meth:`request`). ``tools/call``,
+        ``resources/read`` and ``prompts/get`` go through the input rounds
+        (:func:`with_input_rounds`): ``timeout`` covers every round and the host's answers,
+        unless progress resets it (then each round gets ``timeout`` of quiet, and ``max_time``
+        caps the whole)."""
+        if method not in INPUT_REQUIRED_METHODS:
+            raw = await self._versioned(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+            )
+            assert not isinstance(raw, InputRequiredResult)  # only those methods may ask
+            return raw
+        start = trio.current_time()
+        hard = None if max_time is None else start + max_time
+        if progress_resets_timeout or timeout is None:
+            deadline = hard
+        else:
+            deadline = start + timeout if hard is None else min(start + timeout, hard)
+
+        async def send(
+            round_params: Mapping[str, Any], left: float | None
+        ) -> Mapping[str, Any] | InputRequiredResult:
+            return await self._versioned(
+                method,
+                round_params,
+                timeout=timeout if progress_resets_timeout else left,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=left,
+            )
+
+        final: Mapping[str, Any] = await with_input_rounds(
+            send,
+            method,
+            params or {},
+            answer=functools.partial(answer_input, self.callbacks, self.server),
+            max_rounds=self.runtime.max_input_rounds,
+            server=self.server,
+            deadline=deadline,
+        )
+        return final
+
+    async def _versioned(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
+    ) -> Mapping[str, Any] | InputRequiredResult:
+        """One modern request: once more, under a new id, with a version both sides speak
+        when the server refuses the version (-32022). The raw result, or the decoded
+        :class:`InputRequiredResult` when the server asks for input."""
+        send = functools.partial(
+            self._send_request,
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_time=max_time,
+        )
+        try:
+            raw = await send()
+        except UnsupportedProtocolVersion as exc:
+            await self._renegotiate(exc)
+            try:
+                raw = await send()
+            except UnsupportedProtocolVersion as again:
+                raise self._version_refused(again) from again
+        if raw.get("resultType") == "input_required" and method in INPUT_REQUIRED_METHODS:
+            result = decode_result(method, raw)
+            assert isinstance(result, InputRequiredResult)
+            return result
+        return raw
+
+    async def _send_request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        progress_resets_timeout: bool = False,
+        max_time: float | None = None,
+        now: bool = False,
+        cancel: bool = True,
+    ) -> Mapping[str, Any]:
+        """Send one request under a new id and wait for its answer (see :meth:`request`); in a
+        modern session with the ``_meta`` envelope. ``cancel``: tell the server when nobody
+        waits for the answer any more (not for a probe on stdio)."""
         request_id = next(self._ids)
         token: int | None = None
         if progress is not None or progress_resets_timeout:
             token = request_id
-            meta = dict((params or {}).get("_meta") or {})
-            meta["progressToken"] = token
-            params = {**(params or {}), "_meta": meta}
+        envelope = self._envelope
+        if envelope is not None or token is not None:
+            params = _with_meta(params, envelope, token)
         frame = serialize(Request(id=request_id, method=method, params=params))
+        headers = (
+            None
+            if envelope is None or self._headed is None
+            else self._request_headers(method, params)
+        )
         waiter = Waiter(request_id, method)
         start = trio.current_time()
         hard_deadline = _INF if max_time is None else start + max_time
@@ -421,7 +851,7 @@ class Session:
         sent = False
         try:
             try:
-                await self._send(frame, request_id, now=now)
+                await self._send(frame, request_id, now=now, headers=headers)
             except TransportClosed as exc:
                 await trio.lowlevel.checkpoint()
                 raise self._not_sent(method, str(exc)) from exc
@@ -430,7 +860,8 @@ class Session:
                 return await waiter.wait(progress)
             except TimedOut:
                 pass
-            self._tell_cancelled(request_id, method)
+            if cancel:
+                self._tell_cancelled(request_id, method)
             waited = trio.current_time() - start
             raise CallTimeout(
                 f"{method} to server {self.server!r} got no answer in {waited:g} s",
@@ -446,14 +877,22 @@ class Session:
                     trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
                 ):
                     self.mailbox.send_nowait(Forget(request_id=request_id))
-                if sent:
+                if sent and cancel:
                     self._tell_cancelled(request_id, method)
 
-    async def _send(self, frame: bytes, request_id: int, *, now: bool) -> None:
+    async def _send(
+        self, frame: bytes, request_id: int, *, now: bool, headers: Mapping[str, str] | None
+    ) -> None:
         transport = self.transport
         if now:  # only the control loop's new HTTP session asks, on a transport that can
             assert isinstance(transport, ResumableTransport), "now=True needs send_now"
             await transport.send_now(frame, request_id)
+            return
+        if headers is not None and self._headed is not None:
+            try:
+                self._headed.send_with_headers_nowait(frame, request_id, headers)
+            except trio.WouldBlock:
+                await self._headed.send_with_headers(frame, request_id, headers)
             return
         try:
             transport.send_nowait(frame, request_id)
@@ -592,6 +1031,8 @@ class Session:
             exclude=self.config.tools_exclude,
             policy=self.runtime.security_policy,
             nesting_bounded=True,  # every entry comes from a frame parse_message bounded
+            # 2026-07-28 over HTTP: a tool whose x-mcp-header annotations are invalid is dropped
+            check_param_headers=self._envelope is not None and self._headed is not None,
         )
         limit = self.runtime.offload_chars
         if json_size(raw, limit=limit) > limit:
@@ -603,6 +1044,7 @@ class Session:
                 self._log.warning("tools/list: %s", warning.message)
             else:
                 self._log.warning("tool %r: %s", warning.tool, warning.message)
+        self._param_headers = checked.param_headers
         return Listing(tools=checked.tools, refused=checked.refused)
 
     async def _relister(self) -> None:
@@ -632,3 +1074,48 @@ def _package_version() -> str:
         return version("trio-mcp")
     except PackageNotFoundError:  # pragma: no cover - source tree never installed
         return "0+unknown"
+
+
+def _with_meta(
+    params: Mapping[str, Any] | None, envelope: Mapping[str, Any] | None, token: int | None
+) -> dict[str, Any]:
+    """``params`` with the 2026-07-28 envelope and the progress token merged into its
+    ``_meta`` (they win over what the caller put there); new objects, the caller's untouched."""
+    meta = dict((params or {}).get("_meta") or {})
+    if envelope is not None:
+        meta.update(envelope)
+    if token is not None:
+        meta[META_PROGRESS_TOKEN] = token
+    return {**(params or {}), "_meta": meta}
+
+
+def _supported(exc: RpcError) -> Sequence[Any]:
+    """The ``data.supported`` of a -32022 answer (empty when absent or not a list)."""
+    supported = exc.data.get("supported") if isinstance(exc.data, Mapping) else None
+    return supported if isinstance(supported, list | tuple) else ()
+
+
+def _listed(versions: Sequence[Any]) -> str:
+    return ", ".join(map(str, versions)) if versions else "none it would name"
+
+
+def _server_identity(result: DiscoverResult) -> tuple[str, str]:
+    """The server's name and version from a ``DiscoverResult``: its
+    ``_meta["io.modelcontextprotocol/serverInfo"]`` (where 2026-07-28 puts it), else a
+    ``serverInfo`` beside the result's fields (as some servers send it); ``""`` for what is
+    missing. Self-reported: for display only."""
+    info = (result.meta or {}).get(META_SERVER_INFO)
+    if not isinstance(info, Mapping):
+        info = result.extra.get("serverInfo")
+    if not isinstance(info, Mapping):
+        return "", ""
+    name, version = info.get("name"), info.get("version")
+    return (name if isinstance(name, str) else "", version if isinstance(version, str) else "")
+
+
+def _verdict_reason(error: McpError) -> str:
+    if isinstance(error, CallTimeout):
+        return f"no answer in {error.timeout:g} s"
+    if isinstance(error, RpcError):
+        return f"error {error.code} ({error.args[0] if error.args else ''})"
+    return f"{type(error).__name__}: {error}"

@@ -30,6 +30,15 @@ of the supervisor's nursery that waits on it puts
 mailbox delays the word, never loses it. A withdrawal is a tombstone for its generation, so
 nothing of a dead connection comes back.
 
+**The era of the server.** The supervisor remembers which era the server spoke (the
+session's :class:`SessionInfo` in :class:`AttemptReady` says it) and hands it to the next
+session, which then skips the probe (legacy: ``initialize`` at once; modern: ``server/discover``
+with the revision that worked, without a fallback). An attempt with a remembered era that fails
+before it is ready, unless the server could not be reached at all (the server may have been
+replaced by one of the other era), clears the memory: the attempt after it probes again. A
+server whose configuration fixes the era (``protocol``: ``legacy`` or ``modern``) is never
+probed, and a legacy HTTP+SSE server (type ``sse``) always speaks the handshake revisions.
+
 A host asking for a connection attempt (:meth:`ServerSupervisor.reconnect_now`) sets a flag that
 the supervisor takes after each batch of messages; at most one :class:`ReconnectNow` (a wake-up)
 is in the mailbox at a time, so no number of asks can fill it.
@@ -60,10 +69,11 @@ from ...protocol._errors import (
     ServerUnavailable,
 )
 from ...protocol._types import ServerCapabilities
+from ...protocol._versions import Era
 from ...transports._base import FrameSink, ProcessTransport, Transport
 from ...transports._channel import ByteChannel
 from ..config._backoff import first_connect_delay, reconnect_delay
-from ..config._config import RuntimeConfig, ServerConfig
+from ..config._config import RuntimeConfig, ServerConfig, TransportKind
 from ._callbacks import HostCallbacks
 from ._dispatcher import EventPublisher
 from ._events import ServerState, ServerStateChanged
@@ -194,6 +204,8 @@ class ServerStatus:
     stderr_tail: tuple[str, ...] = ()
     #: What the server declared in its handshake (None before its first connection).
     capabilities: ServerCapabilities | None = None
+    #: The era of ``protocol_version``: the handshake revisions, or the stateless 2026-07-28.
+    era: Era | None = None
 
     def declares(self, capability: str) -> bool:
         """Whether the server declared ``capability`` (``"tools"``, ``"resources"``,
@@ -268,6 +280,12 @@ class ServerSupervisor:
     _withdraw_reason: str = attrs.field(default="", init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     _finished: bool = attrs.field(default=False, init=False)
+    #: The era the server spoke last (and, modern, its revision): handed to the next session,
+    #: which then does not probe. None: probe.
+    _era: Era | None = attrs.field(default=None, init=False)
+    _era_version: str | None = attrs.field(default=None, init=False)
+    #: The running attempt was handed the remembered era (so its failure clears the memory).
+    _attempt_remembers: bool = attrs.field(default=False, init=False)
     #: The host asked for a connection attempt that the supervisor has not taken yet. Part of
     #: the mailbox rather than of the state: :meth:`reconnect_now` sets it (and sends at most
     #: one :class:`ReconnectNow` to wake the supervisor), the supervisor's task clears it.
@@ -490,7 +508,22 @@ class ServerSupervisor:
         self._running_scope = scope
         state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
         self._set_state(state, reason=self._last_error)
-        self._tasks.start_soon(self._connection, self._generation, scope)
+        era, version = self._start_era()
+        self._tasks.start_soon(self._connection, self._generation, scope, era, version)
+
+    def _start_era(self) -> tuple[Era | None, str | None]:
+        """The era (and modern revision) the next session speaks without probing: what the
+        configuration forces, else what the server spoke last; (None, None): probe."""
+        self._attempt_remembers = False
+        choice = self.config.protocol
+        if choice == "legacy" or self.config.transport_kind is TransportKind.SSE:
+            return Era.LEGACY, None
+        remembered = self._era_version if self._era is Era.MODERN else None
+        if choice == "modern":
+            return Era.MODERN, remembered
+        if self._era is not None:
+            self._attempt_remembers = True
+        return self._era, remembered
 
     def _ready(self, msg: AttemptReady) -> None:
         if msg.generation != self._generation or msg.generation <= self._ended or self._stopping:
@@ -503,7 +536,10 @@ class ServerSupervisor:
             self._failures = 0
             self._phase = "runtime"
         self._session = msg.session
-        self._info = msg.session.info
+        self._info = info = msg.session.info
+        if info is not None and self.config.protocol == "auto":
+            self._era = info.era
+            self._era_version = info.protocol_version
         self._ready_since = now
         self._connect_time = msg.connect_time
         self._last_error = None
@@ -535,6 +571,17 @@ class ServerSupervisor:
             return
         if self._stopping:
             return
+        if self._attempt_remembers and (
+            not isinstance(error, ConnectError) or isinstance(error, ConnectTimeout)
+        ):
+            assert self._era is not None
+            logger.info(
+                "server %r: the attempt that spoke the %s protocol it spoke before failed; "
+                "the next attempt finds out again",
+                self.name,
+                self._era.value,
+            )
+            self._era = self._era_version = None
         self._failed(reason)
 
     def _withdraw(self, generation: int, reason: str) -> None:
@@ -689,6 +736,7 @@ class ServerSupervisor:
             failures=self._failures,
             pid=process.pid if process is not None else None,
             capabilities=info.capabilities if info else None,
+            era=info.era if info else None,
         )
 
     def _set_state(self, new: ServerState, *, reason: str | None = None) -> None:
@@ -726,8 +774,15 @@ class ServerSupervisor:
 
     # ------------------------------------------------------------------ the connection task
 
-    async def _connection(self, generation: int, scope: trio.CancelScope) -> None:
-        """One connection attempt and, once ready, the connection itself. Tells the supervisor
+    async def _connection(
+        self,
+        generation: int,
+        scope: trio.CancelScope,
+        era: Era | None,
+        version: str | None,
+    ) -> None:
+        """One connection attempt and, once ready, the connection itself; the session speaks
+        ``era`` (and ``version``) without probing, or probes (None). Tells the supervisor
         everything through its mailbox; the last word is :class:`ConnectionClosed`, sent once
         the transport is closed."""
         inbox = self.inbox
@@ -749,6 +804,8 @@ class ServerSupervisor:
                             callbacks=self.callbacks,
                             events=self.events,
                             supervisor=inbox,
+                            start_era=era,
+                            start_version=version,
                         )
                         error: BaseException
                         try:

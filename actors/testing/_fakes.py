@@ -1,9 +1,18 @@
 """A scriptable fake MCP server, for tests of trio-mcp and of the hosts that embed it.
 
-:class:`FakeServer` speaks the *server* role of MCP's handshake revisions (2024-11-05 to
-2025-11-25) over any :class:`~trio_mcp.transports.Transport`. It answers ``initialize`` with the
-client's revision when that is a handshake revision, else with ``2025-11-25``; it answers
-``server/discover`` (2026-07-28) with "method not found", like every server that predates it.
+:class:`FakeServer` speaks the *server* role of MCP over any
+:class:`~trio_mcp.transports.Transport`, in the era its ``era`` says:
+
+- ``"legacy"`` (the default): the handshake revisions (2024-11-05 to 2025-11-25). It answers
+  ``initialize`` with the client's revision when that is a handshake revision, else with
+  ``2025-11-25``, and ``server/discover`` (2026-07-28) with "method not found", like every
+  server that predates it.
+- ``"modern"``: only the stateless 2026-07-28. It answers ``server/discover``, checks the
+  ``_meta`` envelope of every request (-32602 when a required key is missing, -32022 with the
+  versions it supports for a version it does not), puts ``resultType`` in every result, and
+  refuses ``initialize`` with -32022 (as a modern-only server names what it supports).
+- ``"dual"``: both; each connection speaks the era of its first request (``initialize``: the
+  handshake revisions; anything else: 2026-07-28), as the official Python SDK's servers do.
 
 Two ways to run it:
 
@@ -64,7 +73,16 @@ from ...protocol._jsonrpc import (
 )
 from ...protocol._methods import encode
 from ...protocol._types import CallToolResult, ToolAnnotations
-from ...protocol._versions import LATEST_LEGACY, LEGACY_VERSIONS, LOG_LEVELS
+from ...protocol._versions import (
+    LATEST_LEGACY,
+    LEGACY_VERSIONS,
+    LOG_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+)
 from ...transports._base import (
     FrameSink,
     TransportInfo,
@@ -101,6 +119,14 @@ _PAGED: Final = {
     "prompts/list": ("prompts", "prompts"),
 }
 _MAX_COMPLETIONS: Final = 100
+#: The eras a fake can speak (see the module docstring).
+_ERAS: Final = ("legacy", "modern", "dual")
+#: Methods of the handshake revisions that 2026-07-28 removed: "method not found" there.
+_REMOVED_IN_MODERN: Final = frozenset(
+    {"ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+#: The ``_meta`` keys every 2026-07-28 request must carry.
+_REQUIRED_META: Final = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
 
 
 # --------------------------------------------------------------------------- catalog entries
@@ -285,6 +311,14 @@ def _error_map(values: Mapping[str, tuple[int, str]]) -> dict[str, tuple[int, st
     return dict(values)
 
 
+def _result_map(values: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return dict(values)
+
+
+def _str_tuple(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 def _completion_map(values: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     return {key: list(items) for key, items in values.items()}
 
@@ -325,6 +359,8 @@ class _Connection:
     subscriptions: set[str] = attrs.Factory(set)
     log_level: str | None = None
     protocol_version: str | None = None
+    #: The era this connection speaks: decided by its first request (see FakeServer.era).
+    era: str | None = None
     tool_calls: int = 0
     closed: bool = False
 
@@ -362,6 +398,9 @@ class ToolContext:
     #: Which connection the request came on (1 for the first connection the fake served).
     connection: int
     _conn: _Connection = attrs.field(repr=False)
+    #: The request's ``params`` as received (a 2026-07-28 retry's ``inputResponses`` and
+    #: ``requestState`` are there, for a handler that asks for input and reads the answers).
+    params: Mapping[str, Any] = attrs.field(factory=dict)
     _cancelled: bool = attrs.field(default=False, init=False)
 
     @property
@@ -391,6 +430,12 @@ class ToolContext:
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         floor = self._conn.log_level
+        if self._conn.era == "modern":
+            # 2026-07-28: only with the request's own log level, and never below it.
+            floor = (self.meta or {}).get(META_LOG_LEVEL)
+            if floor not in LOG_LEVELS:
+                await trio.lowlevel.checkpoint()
+                return False
         if floor in LOG_LEVELS and LOG_LEVELS.index(level) < LOG_LEVELS.index(floor):
             await trio.lowlevel.checkpoint()
             return False
@@ -412,8 +457,15 @@ class ToolContext:
         Raises :class:`RpcError` (the most specific subclass for the code) when the client
         answers with an error, and :class:`TransportClosed` when the connection is gone. If the
         handler is cancelled while waiting, the client is sent ``notifications/cancelled``.
+        On a 2026-07-28 connection, where servers send no requests, raises
+        :class:`RuntimeError` (the call is answered as a tool error).
         """
         conn = self._conn
+        if conn.era == "modern":
+            raise RuntimeError(
+                f"fake server {self.server.name!r} cannot send {method}: a 2026-07-28 server "
+                "sends no requests (return an input_required result instead)"
+            )
         request_id = conn.ids.next()
         reply = _Reply()
         conn.replies[request_id] = reply
@@ -473,10 +525,18 @@ class FakeServer:
     test cycle detection). Capabilities are ``capabilities`` when given, else derived from the
     catalog (tools and logging always).
 
+    Era: ``era`` (``"legacy"``, ``"modern"`` or ``"dual"``; see the module docstring) and
+    ``modern_versions`` (what a modern connection supports, and lists in ``server/discover``
+    and in its -32022 answers); ``unsupported_version_answers`` answers the first N modern
+    requests -32022 whatever version they carry (as the conformance suite's request-metadata
+    scenario does), to test a client's retry. A tool handler or canned result may give a raw
+    result with its own ``resultType`` (``"input_required"``...), sent as it is.
+
     Scripted failures: ``refuse_connects`` (the first N connection attempts raise
     :class:`ConnectError`), ``respond_after`` (method -> seconds before answering), ``hang``
     (methods never answered), ``initialize_version`` (force the answered revision),
     ``initialize_error`` and ``errors`` (method -> ``(code, message)`` answered instead),
+    ``results`` (method -> a raw result answered instead, as it is),
     ``crash_after_calls`` (a connection is dropped, unanswered, when its ``tools/call`` number
     N + 1 arrives), ``list_changed_after_calls`` (after every N answered calls the fake sends
     ``notifications/tools/list_changed``), and :meth:`disconnect`.
@@ -505,6 +565,11 @@ class FakeServer:
     errors: dict[str, tuple[int, str]] = attrs.field(factory=dict, converter=_error_map)
     crash_after_calls: int | None = None
     list_changed_after_calls: int | None = None
+    #: ``method -> result``: answer that method with this raw result, as it is.
+    results: dict[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_result_map)
+    era: str = "legacy"
+    modern_versions: tuple[str, ...] = attrs.field(default=MODERN_VERSIONS, converter=_str_tuple)
+    unsupported_version_answers: int = 0
     #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
     #: into the sink it was opened with: a session's mailbox).
     max_bytes: int = 256 * 1024
@@ -532,7 +597,13 @@ class FakeServer:
     _calls_answered: int = attrs.field(default=0, init=False)
 
     def __attrs_post_init__(self) -> None:
-        for key, minimum in (("refuse_connects", 0), ("max_bytes", 1)):
+        if self.era not in _ERAS:
+            raise ValueError(f"FakeServer.era must be one of {', '.join(_ERAS)}, got {self.era!r}")
+        for key, minimum in (
+            ("refuse_connects", 0),
+            ("max_bytes", 1),
+            ("unsupported_version_answers", 0),
+        ):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"FakeServer.{key} must be an integer >= {minimum}, got {value!r}")
@@ -717,6 +788,7 @@ class FakeServer:
 
     async def _on_request(self, conn: _Connection, request: Request) -> None:
         self.requests.append((request.method, request.params))
+        self._connection_era(conn, request.method)  # the first request read decides
         if request.id in conn.handling:
             await conn.send(
                 _error_response(
@@ -742,6 +814,7 @@ class FakeServer:
             meta=meta,
             connection=conn.number,
             conn=conn,
+            params=params,
         )
         scope = trio.CancelScope()
         conn.handling[request.id] = (scope, ctx)
@@ -799,23 +872,95 @@ class FakeServer:
             await trio.sleep(delay)
         else:
             await trio.lowlevel.checkpoint()
+        params = _params_dict(request.params)
+        if self._connection_era(conn, method) == "modern":
+            if method == "initialize":
+                raise _error(
+                    -32022,
+                    "this connection speaks the stateless 2026-07-28 protocol: no initialize",
+                    {
+                        "supported": list(self.modern_versions),
+                        "requested": params.get("protocolVersion"),
+                    },
+                )
+            self._check_envelope(conn, method, params)
+            result = await self._answer_modern(conn, request, ctx, params)
+            if "resultType" not in result:
+                result = {**result, "resultType": "complete"}
+            return result
+        return await self._answer_legacy(conn, request, ctx, params)
+
+    def _connection_era(self, conn: _Connection, method: str) -> str:
+        """The era of ``conn``: decided by its first request when the fake is dual."""
+        if conn.era is None:
+            if self.era == "dual":
+                conn.era = "legacy" if method == "initialize" else "modern"
+            else:
+                conn.era = self.era
+        return conn.era
+
+    def _check_envelope(self, conn: _Connection, method: str, params: Mapping[str, Any]) -> None:
+        """A 2026-07-28 request must carry the envelope, with a version the fake supports."""
+        meta = params.get("_meta")
+        missing = [
+            key for key in _REQUIRED_META if not isinstance(meta, Mapping) or key not in meta
+        ]
+        if missing:
+            raise _error(
+                -32602,
+                f"Invalid params: {method} is missing the _meta keys {', '.join(missing)}",
+            )
+        assert isinstance(meta, Mapping)
+        version = meta[META_PROTOCOL_VERSION]
+        refuse = self.unsupported_version_answers > 0
+        if refuse:
+            self.unsupported_version_answers -= 1
+        if refuse or version not in self.modern_versions:
+            raise _error(
+                -32022,
+                "Unsupported protocol version",
+                {"supported": list(self.modern_versions), "requested": str(version)},
+            )
+        conn.protocol_version = version
+
+    async def _answer_modern(
+        self, conn: _Connection, request: Request, ctx: ToolContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        method = request.method
+        if method in self.errors:
+            raise _error(*self.errors[method])
+        if method in self.results:
+            return dict(self.results[method])
+        if method == "server/discover":
+            result: dict[str, Any] = {
+                "supportedVersions": list(self.modern_versions),
+                "capabilities": self._capabilities(),
+                "ttlMs": 0,
+                "cacheScope": "private",
+                "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
+            }
+            if self.instructions is not None:
+                result["instructions"] = self.instructions
+            return result
+        if method in _REMOVED_IN_MODERN:
+            raise _error(-32601, f"Method not found: {method} (removed in 2026-07-28)")
+        return await self._answer_common(conn, request, ctx, params)
+
+    async def _answer_legacy(
+        self, conn: _Connection, request: Request, ctx: ToolContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        method = request.method
         if method == "initialize" and self.initialize_error is not None:
             raise _error(*self.initialize_error)
         if method in self.errors:
             raise _error(*self.errors[method])
-        params = _params_dict(request.params)
-        if method in _PAGED:
-            attribute, key = _PAGED[method]
-            return self._page(method, key, getattr(self, attribute), params)
+        if method in self.results:
+            return dict(self.results[method])
         match method:
             case "initialize":
                 return self._initialize(conn, params)
             case "ping":
                 return {}
-            case "tools/call":
-                return await self._call_tool(params, ctx)
-            case "resources/read":
-                return self._read_resource(params)
             case "resources/subscribe" | "resources/unsubscribe":
                 uri = params.get("uri")
                 if not isinstance(uri, str):
@@ -825,10 +970,6 @@ class FakeServer:
                 else:
                     conn.subscriptions.discard(uri)
                 return {}
-            case "prompts/get":
-                return self._get_prompt(params)
-            case "completion/complete":
-                return self._complete(params)
             case "logging/setLevel":
                 level = params.get("level")
                 if level not in LOG_LEVELS:
@@ -837,6 +978,25 @@ class FakeServer:
                 conn.log_level = level
                 self.log_levels.append(level)
                 return {}
+        return await self._answer_common(conn, request, ctx, params)
+
+    async def _answer_common(
+        self, conn: _Connection, request: Request, ctx: ToolContext, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The methods both eras share."""
+        method = request.method
+        if method in _PAGED:
+            attribute, key = _PAGED[method]
+            return self._page(method, key, getattr(self, attribute), params)
+        match method:
+            case "tools/call":
+                return await self._call_tool(params, ctx)
+            case "resources/read":
+                return self._read_resource(params)
+            case "prompts/get":
+                return self._get_prompt(params)
+            case "completion/complete":
+                return self._complete(params)
         raise _error(-32601, f"Method not found: {method}")
 
     def _initialize(self, conn: _Connection, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -977,8 +1137,9 @@ class FakeServer:
         ``page_size``, ``cursor_cycle``, ``initialize_version``, ``initialize_error``
         (``[code, message]``), ``respond_after`` (``{method: seconds}``), ``hang``
         (``[method...]``), ``errors`` (``{method: [code, message]}``), ``crash_after_calls``,
-        ``list_changed_after_calls``, ``capabilities``, ``completions`` (``{argument:
-        [values]}``), ``tools``, ``resources``, ``resource_templates``, ``prompts``.
+        ``list_changed_after_calls``, ``era`` (``"legacy"``, ``"modern"`` or ``"dual"``),
+        ``capabilities``, ``completions`` (``{argument: [values]}``), ``tools``, ``resources``,
+        ``resource_templates``, ``prompts``.
 
         A tool is ``{"raw": {...}}`` (listed verbatim) or an object with ``name`` and optional
         ``description``, ``title``, ``input_schema``, ``output_schema``, ``annotations``,
@@ -1069,6 +1230,7 @@ _SERVER_KEYS: Final = frozenset(
         "errors",
         "crash_after_calls",
         "list_changed_after_calls",
+        "era",
         "capabilities",
         "completions",
         "tools",
@@ -1168,6 +1330,11 @@ class _SpecReader:
             if value is not None:
                 options[key] = value
         self._typed(spec, "stderr_banner", (str,), "$", "a string")
+        era = self._typed(spec, "era", (str,), "$", "a string")
+        if era is not None and era not in _ERAS:
+            self._problem("$.era", f"must be one of {', '.join(_ERAS)}, got {era!r}")
+        elif era is not None:
+            options["era"] = era
         if (cycle := self._typed(spec, "cursor_cycle", (bool,), "$", "true or false")) is not None:
             options["cursor_cycle"] = cycle
         for key in ("page_size", "crash_after_calls", "list_changed_after_calls"):

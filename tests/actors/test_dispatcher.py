@@ -21,7 +21,7 @@ import trio
 import trio.testing
 
 from trio_mcp.actors.runtime._callbacks import HostCallbacks
-from trio_mcp.actors.runtime._dispatcher import MAX_INBOUND_REQUESTS, Dispatcher
+from trio_mcp.actors.runtime._dispatcher import MAX_INBOUND_REQUESTS, Dispatcher, ModernSession
 from trio_mcp.protocol._jsonrpc import Notification, Request, RequestId
 from trio_mcp.protocol._types import Root
 from trio_mcp.transports._base import TransportInfo
@@ -130,6 +130,27 @@ async def test_server_requests_are_answered_from_the_callbacks() -> None:
         nursery.cancel_scope.cancel()
     assert results(outbox.frames) == {1: {}, "r": {"roots": [{"uri": "file:///work", "name": "s"}]}}
     assert errors(outbox.frames) == [(3, -32601)]  # no sampling callback: not declared
+
+
+async def test_a_modern_session_answers_no_server_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def roots(server: str) -> list[Root]:
+        raise AssertionError("not asked in a 2026-07-28 session")
+
+    outbox = Outbox()
+    async with trio.open_nursery() as nursery:
+        dispatcher = await start(nursery, outbox, HostCallbacks(list_roots=roots))
+        await dispatcher.inbox.send(Request(id=1, method="ping"))
+        await trio.testing.wait_all_tasks_blocked()
+        await dispatcher.inbox.send(ModernSession())
+        await dispatcher.inbox.send(Request(id=2, method="roots/list"))
+        await dispatcher.inbox.send(Request(id=3, method="ping"))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert results(outbox.frames) == {1: {}}  # before the session said it is modern
+    assert errors(outbox.frames) == []
+    assert "sent a roots/list request in a 2026-07-28 session" in caplog.text
 
 
 @pytest.mark.parametrize(

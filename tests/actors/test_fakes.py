@@ -198,6 +198,119 @@ async def test_ping_discover_and_unknown_methods() -> None:
         }
 
 
+# --------------------------------------------------------------------------- 2026-07-28
+
+ENVELOPE: dict[str, Any] = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def modern(
+    params: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``params`` with the 2026-07-28 envelope (and ``meta``) in its ``_meta``."""
+    return {**(params or {}), "_meta": {**ENVELOPE, **(meta or {})}}
+
+
+async def test_a_modern_fake_answers_discover_and_checks_every_envelope() -> None:
+    fake = FakeServer(
+        name="m", version="2.1", era="modern", instructions="hi", tools=[FakeTool("t")]
+    )
+    async with connected(fake, initialize=False) as client:
+        discovered = await client.call("server/discover", modern())
+        assert discovered == {
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "instructions": "hi",
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": "2.1"}},
+        }
+        listed = await client.call("tools/list", modern())
+        assert listed["resultType"] == "complete"
+        assert [t["name"] for t in listed["tools"]] == ["t"]
+        called = await client.call("tools/call", modern({"name": "t", "arguments": {"a": 1}}))
+        assert called == {
+            "content": [{"type": "text", "text": '{"a":1}'}],
+            "resultType": "complete",
+        }
+        # a request without the envelope (or part of it)
+        missing = await client.error("tools/list")
+        assert missing["code"] == -32602
+        assert "protocolVersion" in missing["message"]
+        partial = await client.error(
+            "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+        )
+        assert partial["code"] == -32602 and "clientCapabilities" in partial["message"]
+        # a version it does not speak
+        other = {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+        refused = await client.error("tools/list", modern(meta=other))
+        assert refused["code"] == -32022
+        assert refused["data"] == {"supported": ["2026-07-28"], "requested": "2099-01-01"}
+        # methods 2026-07-28 removed, and initialize
+        assert (await client.error("ping", modern()))["code"] == -32601
+        assert (await client.error("logging/setLevel", modern({"level": "info"})))["code"] == -32601
+        init = await client.error("initialize", {"protocolVersion": "2025-11-25"})
+        assert init["code"] == -32022
+        assert init["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+
+
+async def test_a_modern_fake_refuses_initialize_first_and_a_dual_one_speaks_either() -> None:
+    async with connected(FakeServer(era="modern"), initialize=False) as client:
+        error = await client.error("initialize", {"protocolVersion": "2025-11-25"})
+        assert error["code"] == -32022
+    dual = FakeServer(era="dual")
+    async with connected(dual) as legacy:  # initialize first: the handshake revisions
+        assert await legacy.call("ping") == {}
+        assert "resultType" not in await legacy.call("tools/list")
+    async with connected(dual, initialize=False) as client:  # anything else first: modern
+        assert (await client.call("server/discover", modern()))["resultType"] == "complete"
+        assert (await client.error("initialize", {"protocolVersion": "2025-11-25"}))[
+            "code"
+        ] == -32022
+
+
+async def test_a_modern_fake_refuses_the_first_n_requests_with_32022() -> None:
+    fake = FakeServer(era="modern", unsupported_version_answers=2)
+    async with connected(fake, initialize=False) as client:
+        for _ in range(2):
+            error = await client.error("server/discover", modern())
+            assert error["code"] == -32022
+            assert error["data"]["requested"] == "2026-07-28"
+        assert (await client.call("server/discover", modern()))["resultType"] == "complete"
+    assert fake.unsupported_version_answers == 0
+
+
+async def test_a_modern_fake_logs_only_at_the_requests_own_level_and_sends_no_requests() -> None:
+    async def talk(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        sent = [await ctx.log("info", "i"), await ctx.log("error", "e")]
+        try:
+            await ctx.request("roots/list")
+        except RuntimeError as exc:
+            return f"{sent} {exc}"
+        return "sent a request"
+
+    fake = FakeServer(era="modern", tools=[FakeTool("talk", handler=talk)])
+    async with connected(fake, initialize=False) as client:
+        quiet = await client.call("tools/call", modern({"name": "talk"}))
+        assert text_of(quiet).startswith("[False, False] fake server 'fake' cannot send")
+        loud = await client.call(
+            "tools/call",
+            modern({"name": "talk"}, {"io.modelcontextprotocol/logLevel": "warning"}),
+        )
+        assert text_of(loud).startswith("[False, True]")
+        assert [m["params"]["data"] for m in client.other] == ["e"]
+
+
+async def test_results_map_answers_a_method_as_it_is() -> None:
+    asking = {"resultType": "input_required", "requestState": "x"}
+    fake = FakeServer(era="modern", results={"resources/read": asking})
+    async with connected(fake, initialize=False) as client:
+        assert await client.call("resources/read", modern({"uri": "a://b"})) == asking
+
+
 async def test_errors_map_answers_a_method_with_an_error() -> None:
     fake = FakeServer(errors={"tools/list": (-32603, "listing is broken")})
     async with connected(fake) as client:
@@ -662,6 +775,11 @@ def test_server_config_uses_the_in_memory_factory() -> None:
         ({"max_bytes": 0}, "FakeServer.max_bytes must be an integer >= 1, got 0"),
         ({"page_size": 0}, "FakeServer.page_size must be an integer >= 1 or None, got 0"),
         ({"crash_after_calls": True}, "FakeServer.crash_after_calls must be an integer >= 1"),
+        ({"era": "future"}, "FakeServer.era must be one of legacy, modern, dual, got 'future'"),
+        (
+            {"unsupported_version_answers": -1},
+            "FakeServer.unsupported_version_answers must be an integer >= 0, got -1",
+        ),
     ],
 )
 def test_constructor_checks(options: dict[str, Any], message: str) -> None:
@@ -861,6 +979,14 @@ def test_from_spec_reports_every_problem_with_its_path() -> None:
     assert str(info.value).startswith("invalid fake server spec: $.colour: unknown key")
     with pytest.raises(ConfigError, match=r"\$: a spec must be a JSON object, got \[\]"):
         FakeServer.from_spec([])  # type: ignore[arg-type]
+
+
+def test_from_spec_takes_the_era() -> None:
+    assert FakeServer.from_spec({"era": "dual"}).era == "dual"
+    assert FakeServer.from_spec({}).era == "legacy"
+    with pytest.raises(ConfigError) as info:
+        FakeServer.from_spec({"era": "future"})
+    assert info.value.problems == (("$.era", "must be one of legacy, modern, dual, got 'future'"),)
 
 
 # --------------------------------------------------------------------------- stdio subprocess

@@ -206,8 +206,9 @@ def test_echo_policies_and_switches_are_validated() -> None:
             "<config>: tools.mcp_servers.a.trust",
             "server 'a': unknown key 'trust' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, connect_timeout, cwd, enabled, env, "
-            "headers, log_level, max_call_time, max_frame_bytes, progress_resets_timeout, proxy, "
-            "resources, skills, timeout, tools_exclude, tools_include, trust_level, type, url)",
+            "headers, log_level, max_call_time, max_frame_bytes, progress_resets_timeout, "
+            "protocol, proxy, resources, skills, timeout, tools_exclude, tools_include, "
+            "trust_level, type, url)",
         ),
         (
             "<config>: tools.mcp_servers.a.trust_level",
@@ -544,7 +545,7 @@ def test_value_types_are_checked() -> None:
             "<config>: mcpServers.a.nope",
             "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
-            "log_level, max_call_time, max_frame_bytes, progress_resets_timeout, proxy, "
+            "log_level, max_call_time, max_frame_bytes, progress_resets_timeout, protocol, proxy, "
             "resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
         ),
         (
@@ -1002,6 +1003,7 @@ def test_redacted_config_hides_every_secret() -> None:
                 "resources": True,
                 "skills": False,
                 "log_level": None,
+                "protocol": "auto",
                 "max_frame_bytes": 16777216,
             },
             "web": {
@@ -1025,6 +1027,7 @@ def test_redacted_config_hides_every_secret() -> None:
                 "resources": True,
                 "skills": False,
                 "log_level": None,
+                "protocol": "auto",
                 "max_frame_bytes": 16777216,
             },
         },
@@ -1052,3 +1055,34 @@ def test_redacted_config_never_shows_env_or_header_values(values: dict[str, str]
     )
     assert "SECRETVALUE" not in json.dumps(redacted_config(loaded.config))
     assert "SECRETVALUE" not in repr(loaded.config)
+
+
+# --------------------------------------------------------------------------- protocol
+
+
+@pytest.mark.parametrize("choice", ["auto", "legacy", "modern"])
+def test_protocol_is_read_from_both_shapes(choice: str) -> None:
+    assert one({"a": {"command": "x", "protocol": choice}}).protocol == choice
+    loaded = load_echo_config(
+        {"tools": {"mcp_servers": {"a": {"command": "x", "protocol": choice}}}}, environ=ENV
+    )
+    assert loaded.config.servers[0].protocol == choice
+
+
+def test_protocol_defaults_to_auto_and_refuses_anything_else() -> None:
+    assert one({"a": {"command": "x"}}).protocol == "auto"
+    assert problems_of(lambda: agentao({"a": {"command": "x", "protocol": "2026"}})) == (
+        (
+            "<config>: mcpServers.a.protocol",
+            "server 'a': protocol must be one of auto, legacy, modern, got '2026'",
+        ),
+    )
+    assert problems_of(
+        lambda: agentao({"a": {"url": "https://h/sse", "type": "sse", "protocol": "modern"}})
+    ) == (
+        (
+            "<config>: mcpServers.a.protocol",
+            "server 'a': protocol 'modern' (2026-07-28) does not run over the legacy HTTP+SSE "
+            "transport (type 'sse'): use type 'http', or protocol 'auto' or 'legacy'",
+        ),
+    )

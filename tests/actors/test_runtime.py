@@ -166,8 +166,8 @@ async def test_protocol_versions_are_negotiated_and_unknown_ones_refused(
         assert "UnsupportedVersion" in error
         assert "'2099-01-01'" in error
         assert "'2025-11-25'" in error
-    method, params = old.requests[0]
-    assert method == "initialize"
+    assert [method for method, _ in old.requests[:2]] == ["server/discover", "initialize"]
+    _, params = old.requests[1]  # after the probe, which a legacy server refused
     assert params is not None
     assert params["protocolVersion"] == "2025-11-25"
     assert params["clientInfo"]["name"] == "trio-mcp"
@@ -495,7 +495,8 @@ async def test_answered_calls_do_not_pile_up_in_the_deadline_heap(autojump_clock
             await rt.call("mcp_s_t")
         table = rt._supervisor("s").ready_session().statistics()
         assert table.outstanding == 0
-        assert table.resolved_total == 2000 + 2  # and initialize, tools/list
+        # and the probe (server/discover, refused), initialize, tools/list
+        assert table.resolved_total == 2000 + 3
         assert table.deadline_entries <= 2 * table.outstanding + 65
         assert trio.current_time() < 1  # the quick calls took no virtual time
 
@@ -666,8 +667,9 @@ async def test_ping_is_answered_and_undeclared_capabilities_get_32601(
         await rt.wait_ready()
         await rt.call("mcp_s_probe")
     assert answers == {"ping": {}, "roots": -32601}
-    assert fake.requests[0][1] is not None
-    assert fake.requests[0][1]["capabilities"] == {}
+    assert fake.requests[1][0] == "initialize"  # after the probe
+    assert fake.requests[1][1] is not None
+    assert fake.requests[1][1]["capabilities"] == {}
 
 
 async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clock: Clock) -> None:
@@ -705,7 +707,8 @@ async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clo
     assert answers["roots"] == {"roots": [{"uri": "file:///work", "name": "s"}]}
     assert answers["sampling"]["content"]["text"] == "hello"
     assert answers["elicitation"] == {"action": "accept", "content": {"name": "name?"}}
-    init = fake.requests[0][1]
+    assert fake.requests[1][0] == "initialize"  # after the probe
+    init = fake.requests[1][1]
     assert init is not None
     assert init["capabilities"] == {
         "roots": {"listChanged": False},
@@ -791,9 +794,11 @@ async def test_a_malformed_frame_fails_only_the_call_it_answers(autojump_clock: 
     server = ServerConfig(name="s", transport_factory=factory)
     async with open_runtime(config(server)) as rt:
         await rt.wait_ready()
-        injected.extend([b"}{ not json", b'{"jsonrpc":"2.0","id":3,"result":"not an object"}'])
+        injected.extend([b"}{ not json", b'{"jsonrpc":"2.0","id":4,"result":"not an object"}'])
         with pytest.raises(InvalidMessage, match=r"\$\.result"):
-            await rt.call("mcp_s_t")  # request id 3: its answer was the malformed frame
+            # request id 4 (after server/discover, initialize, tools/list): its answer was the
+            # malformed frame
+            await rt.call("mcp_s_t")
         started = trio.current_time()
         assert (await rt.call("mcp_s_t")).text == "{}"
         assert trio.current_time() == started

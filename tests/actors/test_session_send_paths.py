@@ -214,7 +214,12 @@ async def test_the_handshake_frames_leave_in_order(autojump_clock: Clock) -> Non
     fake = fake_server()
     async with open_session(fake.connect, config(fake)) as conn:
         await conn.session.call_tool("t", {}, timeout=5)
-    assert [m for m, _ in fake.requests] == ["initialize", "tools/list", "tools/call"]
+    assert [m for m, _ in fake.requests] == [
+        "server/discover",  # the probe, which the legacy fake refuses
+        "initialize",
+        "tools/list",
+        "tools/call",
+    ]
     assert [m for m, _ in fake.notifications] == ["notifications/initialized"]
 
 

@@ -4,7 +4,8 @@ The suite's runner starts a mock MCP server for one scenario, then runs this scr
 server's URL as the last argument and the scenario in ``MCP_CONFORMANCE_SCENARIO`` (and the
 protocol revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION``). The script opens a runtime with one
 Streamable HTTP server at that URL, does what the scenario expects, and exits 0 when that worked;
-the suite judges what reached its server.
+the suite judges what reached its server. The runtime finds out which revision the mock server
+speaks (it probes with ``server/discover``), as it would for any host.
 
 It is built only on trio-mcp's public API (``trio_mcp.actors`` and ``trio_mcp.protocol``), as a
 host would be; :func:`run_scenario` takes any :class:`ServerConfig`, so the tests in this folder
@@ -33,6 +34,7 @@ from trio_mcp.actors import (
     open_runtime,
 )
 from trio_mcp.protocol import (
+    MODERN_VERSIONS,
     CallToolResult,
     ElicitRequestFormParams,
     ElicitRequestURLParams,
@@ -156,6 +158,61 @@ async def json_schema_preservation(rt: Runtime) -> None:
     await _call(rt, "json_schema_echo", {"schema": _plain(focal.tool.input_schema)})
 
 
+async def request_state(rt: Runtime) -> None:
+    """``sep-2322-client-request-state`` (2026-07-28 multi round-trip requests): each MRTR tool
+    the server offers answers ``input_required`` (an elicitation, a ``requestState``, or
+    both); the runtime answers through the elicitation callback and calls again under a new
+    id, echoing the state byte for byte."""
+    offered = {entry.wire_name for entry in rt.tools().values() if entry.server == SERVER}
+    called = [name for name in _MRTR_TOOLS if name in offered]
+    if not called:
+        raise ScenarioFailed(f"the server offers none of {list(_MRTR_TOOLS)}")
+    for name in called:
+        await _call(rt, name, {})
+
+
+_MRTR_TOOLS: Final = (
+    "test_mrtr_echo_state",
+    "test_mrtr_no_state",
+    "test_mrtr_state_only",
+    "test_mrtr_unrelated",
+    "test_mrtr_no_result_type",
+)
+
+
+async def standard_headers(rt: Runtime) -> None:
+    """``http-standard-headers``: every method that carries ``Mcp-Name`` once (tools/call,
+    resources/read, prompts/get), besides the listings; the checks are on the headers."""
+    offered = {entry.wire_name for entry in rt.tools().values() if entry.server == SERVER}
+    for name in ("test_headers", "my-hyphenated-tool"):
+        if name in offered:
+            await _call(rt, name, {})
+    page = await rt.list_resources(SERVER)
+    for resource in page.resources:
+        await rt.read_resource(SERVER, resource.uri)
+    prompts = await rt.list_prompts(SERVER)
+    for prompt in prompts.prompts:
+        await rt.get_prompt(SERVER, prompt.name)
+
+
+async def custom_headers(rt: Runtime) -> None:
+    """``http-custom-headers``: the calls the suite lists in ``MCP_CONFORMANCE_CONTEXT``
+    (``toolCalls``), in order and with their arguments as given; the arguments of parameters
+    annotated ``x-mcp-header`` go into ``Mcp-Param-*`` headers."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    calls = context.get("toolCalls") if isinstance(context, Mapping) else None
+    if not isinstance(calls, list) or not calls:
+        raise ScenarioFailed("MCP_CONFORMANCE_CONTEXT has no toolCalls")
+    for call in calls:
+        await _call(rt, call["name"], call.get("arguments") or {})
+
+
+async def invalid_tool_headers(rt: Runtime) -> None:
+    """``http-invalid-tool-headers``: the tools whose ``x-mcp-header`` annotations are invalid
+    were dropped from the listing (never called); the valid one is called."""
+    await _call(rt, "valid_tool", {"region": "us-west1"})
+
+
 Scenario = Callable[[Runtime], Awaitable[None]]
 
 #: What this client does per scenario; any other scenario only connects.
@@ -165,14 +222,24 @@ SCENARIOS: Final[Mapping[str, Scenario]] = {
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
     "json-schema-2020-12-preservation": json_schema_preservation,
+    "request-metadata": connect_only,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+    "json-schema-ref-no-deref": connect_only,
 }
 
 
-async def run_scenario(scenario: str, server: ServerConfig) -> None:
-    """Run ``scenario`` against ``server`` (whose name must be :data:`SERVER`).
+async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -> None:
+    """Run ``scenario`` against ``server`` (whose name must be :data:`SERVER`). The runtime
+    finds out which revision the server speaks (``protocol: auto``); ``version`` is the one
+    the suite tests (``MCP_CONFORMANCE_PROTOCOL_VERSION``): when it is 2026-07-28 the server
+    must have been found speaking it.
 
-    Raises :class:`ScenarioFailed` when the server does not become ready or a step fails, and
-    lets :class:`McpError` (a failed call) through.
+    Raises :class:`ScenarioFailed` when the server does not become ready (or in another
+    revision than the suite's 2026-07-28) or a step fails, and lets :class:`McpError` (a failed
+    call) through.
     """
     if server.name != SERVER:
         raise ValueError(f"the server must be named {SERVER!r}, not {server.name!r}")
@@ -189,7 +256,12 @@ async def run_scenario(scenario: str, server: ServerConfig) -> None:
             raise ScenarioFailed(
                 f"the server did not become ready: {status.state.name} ({status.last_error})"
             )
-        logger.info("ready; tools: %s", sorted(rt.tools()))
+        logger.info("ready (protocol %s); tools: %s", status.protocol_version, sorted(rt.tools()))
+        if version in MODERN_VERSIONS and status.protocol_version != version:
+            raise ScenarioFailed(
+                f"the suite tests {version}, and the server was spoken to in "
+                f"{status.protocol_version}"
+            )
         await steps(rt)
 
 
@@ -221,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f", context keys {sorted(json.loads(context))}" if context else "",
     )
     try:
-        trio.run(run_scenario, scenario, http_server(url))
+        trio.run(run_scenario, scenario, http_server(url), version)
     except (ScenarioFailed, McpError) as exc:
         print(
             f"conformance scenario {scenario!r} failed: {type(exc).__name__}: {exc}",

@@ -7,7 +7,9 @@ Streamable HTTP; these tests pin what each scenario sends, without the network o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -118,14 +120,20 @@ def test_form_defaults_keeps_exactly_the_properties_with_a_default(
 # --------------------------------------------------------------------------- scenarios
 
 
+def _makefile_list(name: str) -> set[str]:
+    """The words of the Makefile variable ``name`` (continued lines joined)."""
+    text = (Path(__file__).parents[2] / "Makefile").read_text().replace("\\\n", " ")
+    match = re.search(rf"^{name}\s*:=(.*)$", text, re.MULTILINE)
+    assert match is not None, name
+    return set(match.group(1).split())
+
+
 def test_the_client_knows_the_scenarios_make_conformance_runs() -> None:
-    assert sorted(SCENARIOS) == [
-        "elicitation-sep1034-client-defaults",
-        "initialize",
-        "json-schema-2020-12-preservation",
-        "sse-retry",
-        "tools_call",
-    ]
+    # Every scenario the target runs and expects to pass has its steps here; the OAuth ones
+    # only connect (they are expected failures until OAuth lands).
+    runs = _makefile_list("CONFORMANCE_SCENARIOS") | _makefile_list("CONFORMANCE_MODERN")
+    assert set(SCENARIOS) == runs
+    assert "sep-2322-client-request-state" in runs and "http-custom-headers" in runs
 
 
 def test_the_suite_server_is_streamable_http() -> None:
@@ -140,7 +148,13 @@ def test_the_suite_server_is_streamable_http() -> None:
 async def test_tools_call_adds_two_numbers(autojump_clock: Clock) -> None:
     fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
     await run_scenario("tools_call", server(fake))
-    assert [m for m, _ in fake.requests] == ["initialize", "tools/list", "tools/call"]
+    # the probe first: the (legacy) fake refuses it, and the client speaks 2025-11-25
+    assert [m for m, _ in fake.requests] == [
+        "server/discover",
+        "initialize",
+        "tools/list",
+        "tools/call",
+    ]
     assert fake.requests[-1][1] == {"name": "add_numbers", "arguments": {"a": 2, "b": 3}}
 
 
@@ -148,12 +162,44 @@ async def test_initialize_and_unknown_scenarios_only_connect(autojump_clock: Clo
     for scenario in ("initialize", "auth/metadata-default", ""):
         fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
         await run_scenario(scenario, server(fake))
-        assert [m for m, _ in fake.requests] == ["initialize", "tools/list"]
-        params = fake.requests[0][1]
+        assert [m for m, _ in fake.requests] == ["server/discover", "initialize", "tools/list"]
+        params = fake.requests[1][1]
         assert params is not None
         assert params["protocolVersion"] == "2025-11-25"
         assert params["clientInfo"]["name"] == "trio-mcp-conformance"
         assert params["capabilities"] == {"elicitation": {"form": {}}}
+
+
+async def test_tools_call_at_2026_07_28_speaks_it_without_a_handshake(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="mock", era="modern", tools=[FakeTool("add_numbers")])
+    await run_scenario("tools_call", server(fake), "2026-07-28")
+    assert [m for m, _ in fake.requests] == ["server/discover", "tools/list", "tools/call"]
+    for _, params in fake.requests:
+        assert params is not None
+        meta = params["_meta"]
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "trio-mcp-conformance"
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}}}
+
+
+async def test_request_metadata_retries_the_refused_first_request(autojump_clock: Clock) -> None:
+    # The suite's mock refuses the first request with -32022 naming 2026-07-28.
+    fake = FakeServer(name="mock", era="modern", unsupported_version_answers=1)
+    await run_scenario("request-metadata", server(fake), "2026-07-28")
+    assert [m for m, _ in fake.requests] == ["server/discover", "server/discover", "tools/list"]
+
+
+async def test_a_2026_scenario_fails_when_the_server_was_spoken_to_in_a_handshake_revision(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
+    with pytest.raises(ScenarioFailed) as info:
+        await run_scenario("tools_call", server(fake), "2026-07-28")
+    assert (
+        str(info.value) == "the suite tests 2026-07-28, and the server was spoken to in 2025-11-25"
+    )
 
 
 async def test_elicitation_is_accepted_with_every_default(autojump_clock: Clock) -> None:

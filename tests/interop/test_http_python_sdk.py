@@ -61,8 +61,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Http
 
 
 def server_config(url: str, kind: TransportKind | None = None, **options: Any) -> ServerConfig:
+    """The SDK's HTTP server speaks both eras; these tests are about the handshake revisions
+    and their transport (sessions, resumption, the GET stream, HTTP+SSE), so they pin them
+    (``test_modern_python_sdk.py`` speaks 2026-07-28 to the same servers)."""
     options.setdefault("connect_timeout", BOUND)
     options.setdefault("timeout", BOUND)
+    options.setdefault("protocol", "legacy")
     return ServerConfig(name="py", url=url, type=kind, **options)
 
 

@@ -2,6 +2,8 @@
 
 The server is ``servers/python_server.py``, a real child process, on the real clock. Each test
 spawns it once (about 0.8 s: importing ``mcp`` is slow) and checks as much as it can on it.
+The SDK speaks both eras; these tests pin the handshake revisions (``protocol="legacy"``), and
+``test_modern_python_sdk.py`` speaks 2026-07-28 to the same server.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ BASE_TOOLS = {"add", "add_tool", "count_slowly", "echo", "fail"}
 
 
 async def test_handshake_tools_and_results() -> None:
-    async with interop_runtime(python_server("py")) as (rt, _):
+    async with interop_runtime(python_server("py", protocol="legacy")) as (rt, _):
         status = rt.status()["py"]
         assert status.state is ServerState.READY
         assert status.protocol_version == "2025-11-25"
@@ -120,7 +122,7 @@ async def test_handshake_tools_and_results() -> None:
 
 
 async def test_progress_reaches_the_callback_in_order_and_a_timeout_cancels() -> None:
-    async with interop_runtime(python_server("py")) as (rt, _):
+    async with interop_runtime(python_server("py", protocol="legacy")) as (rt, _):
         seen: list[ProgressNotificationParams] = []
         with trio.fail_after(CALL_BOUND):
             result = await rt.call("mcp_py_count_slowly", {"steps": 5}, progress=seen.append)
@@ -142,7 +144,7 @@ async def test_progress_reaches_the_callback_in_order_and_a_timeout_cancels() ->
 
 
 async def test_resources_templates_and_prompts() -> None:
-    async with interop_runtime(python_server("py")) as (rt, _):
+    async with interop_runtime(python_server("py", protocol="legacy")) as (rt, _):
         with trio.fail_after(CALL_BOUND):
             listed = decode_result("resources/list", await rt.request("py", "resources/list"))
             templates = decode_result(
@@ -198,7 +200,7 @@ async def test_resources_templates_and_prompts() -> None:
 
 
 async def test_list_changed_reregisters_the_tools() -> None:
-    async with interop_runtime(python_server("py")) as (rt, _):
+    async with interop_runtime(python_server("py", protocol="legacy")) as (rt, _):
         assert rt.status()["py"].tool_count == 5
         with rt.events() as events:
             with trio.fail_after(CALL_BOUND):
@@ -217,7 +219,7 @@ async def test_list_changed_reregisters_the_tools() -> None:
 
 
 async def test_sigkill_mid_call_fails_it_promptly_and_the_server_comes_back() -> None:
-    async with interop_runtime(python_server("py")) as (rt, groups):
+    async with interop_runtime(python_server("py", protocol="legacy")) as (rt, groups):
         first_pid, error = await kill_mid_call(
             rt, "py", "mcp_py_count_slowly", {"steps": 200, "delay": 0.05}
         )

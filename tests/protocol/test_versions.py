@@ -22,6 +22,7 @@ from trio_mcp.protocol._versions import (
     META_LOG_LEVEL,
     META_PROGRESS_TOKEN,
     META_PROTOCOL_VERSION,
+    MODERN_ERROR_CODES,
     MODERN_VERSIONS,
     RESERVED_REQUEST_META_KEYS,
     Era,
@@ -31,6 +32,7 @@ from trio_mcp.protocol._versions import (
     choose_modern_version,
     era_of,
     features,
+    is_modern_error,
     with_request_meta,
 )
 
@@ -427,3 +429,19 @@ def test_with_request_meta_property(
     assert out["_meta"] == {**old, **new}
     for key, value in new.items():
         assert out["_meta"][key] == value
+
+
+# --------------------------------------------------------------------------- era detection
+
+
+@pytest.mark.parametrize("code", [-32020, -32021, -32022, -32050, -32099])
+def test_modern_error_codes_prove_a_modern_server(code: int) -> None:
+    assert is_modern_error(code)
+    assert code in MODERN_ERROR_CODES
+
+
+@pytest.mark.parametrize(
+    "code", [-32019, -32000, -32100, -32601, -32602, -32600, -32603, -32002, 0, True, "-32022"]
+)
+def test_other_codes_do_not(code: Any) -> None:
+    assert not is_modern_error(code)

@@ -7,6 +7,10 @@
 - :class:`FakeMcpHttp` is a scriptable Streamable HTTP MCP server on top of it: sessions (404 or
   the TypeScript SDK's 400 on an unknown one), SSE or JSON answers, priming events, resumable
   streams (``Last-Event-ID``), the GET stream, DELETE; tools are async functions of the test.
+  With ``era="modern"`` (or ``"dual"``, for requests that carry the 2026-07-28 envelope) it is
+  a stateless 2026-07-28 server: POST only, the ``MCP-Protocol-Version`` header checked against
+  ``_meta`` (-32020), the envelope (-32602) and the version (-32022) checked, errors as 400 or
+  404 with a JSON-RPC body, ``server/discover``.
 - :class:`FakeLegacySse` is a legacy HTTP+SSE MCP server (``endpoint`` event, 202 POSTs).
 
 Everything runs in the test's own trio run, so a test coordinates with the server through
@@ -462,6 +466,12 @@ class FakeMcpHttp:
     refuse: dict[str, tuple[int, bytes]] = attrs.field(factory=dict)
     #: Called with every POSTed JSON-RPC message (before it is answered).
     on_message: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    #: ``"legacy"`` (the handshake revisions), ``"modern"`` (only the stateless 2026-07-28) or
+    #: ``"dual"`` (2026-07-28 for a request whose ``_meta`` names a protocol version).
+    era: Literal["legacy", "modern", "dual"] = "legacy"
+    modern_versions: tuple[str, ...] = ("2026-07-28",)
+    #: The first N modern requests are refused with -32022, whatever version they carry.
+    unsupported_version_answers: int = 0
 
     live: set[str] = attrs.field(factory=set)
     issued: list[str] = attrs.field(factory=list)
@@ -514,6 +524,10 @@ class FakeMcpHttp:
     async def _handle(self, request: HttpRequest, reply: Reply) -> None:
         if request.path != self.path:
             await reply.send(404, b"Not Found")
+        elif self.era == "modern" and request.method != "POST":
+            await reply.send(405, b"Method Not Allowed", headers=[("allow", "POST")])
+        elif request.method == "POST" and self._is_modern(request):
+            await self._post_modern(request, reply)
         elif request.method == "POST":
             await self._post(request, reply)
         elif request.method == "GET":
@@ -588,6 +602,74 @@ class FakeMcpHttp:
             await stream.send(await self._answer(message, stream))
         await stream.finish()
 
+    # ------------------------------------------------------------------ 2026-07-28
+
+    def _is_modern(self, request: HttpRequest) -> bool:
+        if self.era != "dual":
+            return self.era == "modern"
+        try:
+            body = request.json()
+        except ValueError:
+            return False
+        meta = (body.get("params") or {}).get("_meta") if isinstance(body, dict) else None
+        return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
+
+    async def _post_modern(self, request: HttpRequest, reply: Reply) -> None:
+        """One stateless request (or notification): checked, then answered."""
+        accept = request.header("accept") or ""
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            await reply.json({"error": "Not Acceptable"}, 406)
+            return
+        message = request.json()
+        self.messages.append(message)
+        self._notify()
+        if self.on_message is not None:
+            await self.on_message(message)
+        if "id" not in message:
+            await reply.send(202)
+            return
+        rid, method = message["id"], message.get("method", "")
+        refused = self.refuse.get(method)
+        if refused is not None:
+            await reply.send(refused[0], refused[1])
+            return
+
+        async def error(status: int, code: int, text: str, data: Any = None) -> None:
+            body: dict[str, Any] = {"code": code, "message": text}
+            if data is not None:
+                body["data"] = data
+            await reply.json({"jsonrpc": "2.0", "id": rid, "error": body}, status)
+
+        meta = (message.get("params") or {}).get("_meta")
+        if not isinstance(meta, dict):
+            meta = {}
+        missing = [key for key in MODERN_META_KEYS if key not in meta]
+        if missing:
+            await error(400, -32602, f"Invalid params: missing _meta keys: {', '.join(missing)}")
+            return
+        version = meta[MODERN_VERSION_KEY]
+        header = request.header("mcp-protocol-version")
+        if header != version:
+            await error(400, -32020, "MCP-Protocol-Version header does not match _meta")
+            return
+        if self.unsupported_version_answers > 0 or version not in self.modern_versions:
+            self.unsupported_version_answers = max(0, self.unsupported_version_answers - 1)
+            supported = {"supported": list(self.modern_versions), "requested": version}
+            await error(400, -32022, "Unsupported protocol version", supported)
+            return
+        if method not in ("server/discover", "tools/list", "tools/call"):
+            await error(404, -32601, f"Method not found: {method}")
+            return
+        if self.json_response:
+            await reply.json(_complete(await self._answer(message, None)))
+            return
+        stream = FakeStream(key=f"m{next(self._counter)}", retry_ms=None, with_ids=False)
+        self.streams[stream.key] = stream
+        await reply.start()
+        stream.reply = reply
+        await stream.send(_complete(await self._answer(message, stream)))
+        await stream.finish()
+
     async def _answer(self, message: dict[str, Any], stream: FakeStream | None) -> dict[str, Any]:
         method, rid = message["method"], message["id"]
         params = message.get("params") or {}
@@ -612,6 +694,14 @@ class FakeMcpHttp:
             result = await tool(call)
         elif method == "ping":
             result = {}
+        elif method == "server/discover":
+            result = {
+                "supportedVersions": list(self.modern_versions),
+                "capabilities": {"tools": {}},
+                "_meta": {
+                    "io.modelcontextprotocol/serverInfo": {"name": "fake-http", "version": "2.0"}
+                },
+            }
         else:
             return {
                 "jsonrpc": "2.0",
@@ -657,6 +747,18 @@ class FakeMcpHttp:
             self.deleted.append(session)
             self.live.discard(session)
         await reply.send(self.delete_status)
+
+
+MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+MODERN_META_KEYS = (MODERN_VERSION_KEY, "io.modelcontextprotocol/clientCapabilities")
+
+
+def _complete(answer: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-07-28 answer: ``resultType`` in its result."""
+    result = answer.get("result")
+    if isinstance(result, dict) and "resultType" not in result:
+        return {**answer, "result": {**result, "resultType": "complete"}}
+    return answer
 
 
 # --------------------------------------------------------------------------- legacy

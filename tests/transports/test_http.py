@@ -1554,8 +1554,9 @@ async def test_an_unreachable_server_is_retried_with_a_clear_error() -> None:
     status = statuses["h"]
     assert status.state is ServerState.CONNECTING
     assert status.last_error is not None
+    # the first request is the probe (server/discover): it could not connect
     assert status.last_error.startswith(
-        f"ConnectError: POST initialize to {url} failed: could not connect ("
+        f"ConnectError: POST server/discover to {url} failed: could not connect ("
     )
     assert status.next_attempt_at is not None
 

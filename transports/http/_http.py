@@ -1,4 +1,4 @@
-"""The Streamable HTTP transport (protocol revisions 2025-03-26 to 2025-11-25), on httpx.
+"""The Streamable HTTP transport (protocol revisions 2025-03-26 to 2026-07-28), on httpx.
 
 ``async with open_http_transport(HttpParameters(url="http://host/mcp"), sink) as t:`` yields an
 :class:`HttpTransport`; leaving the block ends the session (``DELETE``) and closes every stream.
@@ -81,6 +81,21 @@ current session after ``resume``, and fails as never processed after ``discard_h
 new session expires too before ``resume`` or ``discard_held`` (while it is being initialized),
 the connection ends.
 
+The stateless shape (2026-07-28)
+--------------------------------
+After :meth:`~HttpTransport.set_stateless` (in outbox order) the transport speaks the shape of
+the stateless revision: every message is a POST carrying ``MCP-Protocol-Version`` (the version
+given) and no session id; no GET stream is opened and nothing is DELETEd on close; a response
+stream that breaks before its answer is not resumed: its call fails with
+:class:`ServerDisconnected`, ``sent=True`` (the outcome is unknown). A
+``notifications/cancelled`` is not POSTed: the transport closes the response stream of the
+request it names instead, which is how a 2026-07-28 client cancels (a request still waiting for
+a slot never goes out). A 400 or 404 whose body is a JSON-RPC error (-32022 with the versions
+the server supports, -32021, -32602, -32601...) is that request's error answer, put into the
+sink as the server's answer; any other 400 or 404 body is an :class:`HttpStatusError`, as in the
+other shapes (the session's probe reads that as "a legacy server"). ``set_stateless(None)`` goes
+back to the handshake shape, as before any ``initialize``.
+
 Fallback to HTTP+SSE
 --------------------
 When the first ``initialize`` POST is answered 400, 404 or 405 (the 2025-11-25
@@ -126,7 +141,7 @@ from ...protocol._errors import (
     SessionExpired,
     TransportClosed,
 )
-from ...protocol._jsonrpc import RequestId
+from ...protocol._jsonrpc import CANCELLED_NOTIFICATION, RequestId
 from ...protocol._sse import SseParser
 from .._base import FrameSink, SessionExpiredNotice, TransportInfo
 from .._retry import too_long_to_wait
@@ -142,6 +157,7 @@ from ._http_base import (
     Outgoing,
     ResumeHeld,
     SendFrame,
+    SetStateless,
     ack_timeout,
     checked_request_headers,
     consume,
@@ -149,6 +165,8 @@ from ._http_base import (
     describe_outgoing,
     discard_body,
     display_url,
+    error_answer,
+    excerpt,
     log_request,
     map_http_errors,
     not_sent,
@@ -158,6 +176,7 @@ from ._http_base import (
     rate_limit_delay,
     read_body,
     read_excerpt,
+    read_prefix,
     status_error,
 )
 from ._sse_client import LegacyConnection
@@ -172,6 +191,9 @@ _NO_VALID_SESSION: Final = re.compile(
     r"no valid session|session not found|unknown session|invalid session|session (has )?expired",
     re.IGNORECASE,
 )
+#: How much of a 400 or 404 body is read in the stateless shape, where it may hold the request's
+#: JSON-RPC error answer.
+_ERROR_BODY_BYTES: Final = 64 * 1024
 #: The least wait before a GET that reopens the stream for server-initiated messages or resumes
 #: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
@@ -207,6 +229,8 @@ class _Stream:
     ids: set[RequestId]
     session_id: str | None
     version: str | None
+    #: Taken in the stateless shape of 2026-07-28 (see ``HttpTransport._stateless``).
+    stateless: bool
     parser: SseParser
     #: Its place among the ``max_in_flight`` slots: ``"free"`` (an initialize or a frame sent
     #: with ``send_now``: it never waits), ``"waiting"`` (in the queue for one), ``"taken"``
@@ -240,6 +264,8 @@ class HttpTransport(HttpTransportBase):
 
     Concurrent ``send`` calls are allowed. Besides the contract it offers
     :meth:`set_protocol_version` (:class:`~trio_mcp.transports._base.VersionedTransport`),
+    :meth:`set_stateless` (:class:`~trio_mcp.transports._base.StatelessTransport`),
+    :meth:`send_with_headers` (:class:`~trio_mcp.transports._base.HeaderTransport`),
     :meth:`send_now`, :meth:`resume`, :meth:`discard_held` and :meth:`end`
     (:class:`~trio_mcp.transports._base.ResumableTransport`), :meth:`send_with_headers` and
     :meth:`send_with_headers_nowait`
@@ -274,6 +300,10 @@ class HttpTransport(HttpTransportBase):
     _requests: set[_Stream] = attrs.field(factory=set, init=False)
     _resumptions: int = attrs.field(default=0, init=False)
     _expiries: int = attrs.field(default=0, init=False)
+    #: The stateless shape of 2026-07-28 (set_stateless): POST only, no session id, no GET
+    #: stream, no resumption, a cancel closes the request's stream, and a 400 or 404 whose body
+    #: is a JSON-RPC error is the request's error answer. ``_protocol_version`` is its version.
+    _stateless: bool = attrs.field(default=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -293,9 +323,12 @@ class HttpTransport(HttpTransportBase):
         return TransportInfo(kind="http", detail=detail)
 
     @property
-    def mode(self) -> Literal["streamable", "legacy"]:
-        """``"legacy"`` once the transport fell back to HTTP+SSE, else ``"streamable"``."""
-        return "legacy" if self._legacy is not None else "streamable"
+    def mode(self) -> Literal["streamable", "stateless", "legacy"]:
+        """``"legacy"`` once the transport fell back to HTTP+SSE, ``"stateless"`` in the shape
+        of 2026-07-28 (:meth:`set_stateless`), else ``"streamable"``."""
+        if self._legacy is not None:
+            return "legacy"
+        return "stateless" if self._stateless else "streamable"
 
     def statistics(self) -> HttpStatistics:
         """A snapshot of counters and state (see :class:`HttpStatistics`)."""
@@ -315,6 +348,18 @@ class HttpTransport(HttpTransportBase):
             session_expiries=self._expiries,
             get_stream=self._get_state,
         )
+
+    async def set_stateless(self, version: str | None) -> None:
+        """Speak the stateless shape of protocol revision ``version`` (2026-07-28) from this
+        call on, in outbox order: every POST carries ``MCP-Protocol-Version: version`` and no
+        session id; no stream for server-initiated messages is opened, nor is a broken response
+        stream resumed (its call fails, outcome unknown); a ``notifications/cancelled`` is not
+        POSTed but closes the response stream of the request it names (closing the stream is
+        how a 2026-07-28 client cancels); and a 400 or 404 answer whose body is a JSON-RPC
+        error is the request's error answer, not an :class:`HttpStatusError`. ``None`` goes
+        back to the shape of the handshake revisions, as before any ``initialize`` (after a
+        probe that found a legacy server). Raises like :meth:`send`."""
+        await self._put(lambda: SetStateless(version))
 
     async def send_now(self, frame: bytes, request_id: RequestId | None = None) -> None:
         """Send ``frame`` past the frames held since the session expired (the new
@@ -386,6 +431,11 @@ class HttpTransport(HttpTransportBase):
                 await self._resume_held()
             case DiscardHeld():
                 await self._discard_held()
+            case SetStateless(version=version):
+                self._stateless = version is not None
+                self._protocol_version = version
+            case SendFrame(frame=frame, out=out, now=now):
+                await self._send_frame(frame, out, now=now)
             case _:
                 await super()._apply(item)
 
@@ -407,12 +457,23 @@ class HttpTransport(HttpTransportBase):
             self._get_scope = scope
             self._tasks.start_soon(self._run_get_stream, scope)
 
-    async def _dispatch(self, seq: int, frame: bytes, out: Outgoing, *, now: bool = False) -> None:
+    async def _dispatch(
+        self,
+        seq: int,
+        frame: bytes,
+        out: Outgoing,
+        *,
+        now: bool = False,
+    ) -> None:
         """Send one frame, the ``seq``-th the pump took (in the pump): hold it, start its
         request's task, or POST it. The pump never waits for a slot: a request waits in its own
         task, so the notifications and responses behind it go out meanwhile."""
         if self._holding and not now:
             self._hold(seq, frame, out)
+            return
+        if self._stateless and out.cancels and out.method == CANCELLED_NOTIFICATION:
+            # 2026-07-28: closing the request's response stream is the cancellation.
+            self._stop_cancelled(out)
             return
         if not out.requests:
             # A cancelled request that still waits for a slot never goes out.
@@ -439,6 +500,7 @@ class HttpTransport(HttpTransportBase):
             ids=set(out.requests),
             session_id=self._session_id,
             version=self._protocol_version,
+            stateless=self._stateless,
             parser=SseParser(max_event_bytes=self._params.max_frame_bytes),
             slot=slot,
         )
@@ -649,7 +711,10 @@ class HttpTransport(HttpTransportBase):
                 departure = self._departure(out)
                 continue
             if step == "resume" and stream.ids:
-                await self._resume_stream(stream, reason)
+                if stream.stateless:
+                    await self._lost(stream, f"{reason} (a 2026-07-28 stream is not resumed)")
+                else:
+                    await self._resume_stream(stream, reason)
             return
 
     async def _wait_to_repost(self, stream: _Stream) -> bool:
@@ -681,6 +746,7 @@ class HttpTransport(HttpTransportBase):
         stream.ids = set(out.requests)
         stream.session_id = self._session_id
         stream.version = self._protocol_version
+        stream.stateless = self._stateless
         stream.parser = SseParser(max_event_bytes=self._params.max_frame_bytes)
         stream.events = 0
         stream.too_large = None
@@ -690,6 +756,8 @@ class HttpTransport(HttpTransportBase):
     ) -> _Next:
         """Handle the answer to a POSTed request; say what follows."""
         what = f"POST {stream.method} to {self.info.detail}"
+        if not response.is_success and stream.stateless and response.status_code in (400, 404):
+            return await self._refused_stateless(frame, out, stream, response)
         if not response.is_success:
             error = status_error(what, response, await read_excerpt(response))
             delay = rate_limit_delay(response)
@@ -742,6 +810,29 @@ class HttpTransport(HttpTransportBase):
         )
         await self._fail_stream(stream, problem, sent=True)
         return "done"
+
+    async def _refused_stateless(
+        self, frame: bytes, out: Outgoing, stream: _Stream, response: httpx.Response
+    ) -> _Next:
+        """A 400 or 404 answering a request in the stateless shape: a body that is a JSON-RPC
+        error is the request's error answer (a 2026-07-28 server refuses a request so: -32022,
+        -32021, -32602, -32601...); any other body fails the request with
+        :class:`HttpStatusError`, as in the other shapes."""
+        body = await read_prefix(response, _ERROR_BODY_BYTES)
+        if len(out.requests) == 1:
+            answer = error_answer(body, out.requests[0])
+            if answer is not None:
+                self._reached = True
+                logger.debug(
+                    "%s: HTTP %d with a JSON-RPC error answering %s",
+                    self.info,
+                    response.status_code,
+                    stream.method,
+                )
+                await self._deliver(answer)
+                return "done"
+        what = f"POST {stream.method} to {self.info.detail}"
+        return await self._refused(frame, out, stream, status_error(what, response, excerpt(body)))
 
     async def _fail_stream(self, stream: _Stream, error: McpError, *, sent: bool) -> None:
         """Fail every call still waiting on ``stream`` with ``error``, and forget them."""

@@ -416,15 +416,43 @@ async def _close_body(response: httpx.Response, chunks: AsyncIterator[bytes], en
 async def read_excerpt(response: httpx.Response) -> str:
     """Read at most a few KiB of ``response``'s body and return :func:`excerpt` of it. A body
     that cannot be read gives ``""``."""
+    return excerpt(await read_prefix(response, _EXCERPT_BYTES))
+
+
+async def read_prefix(response: httpx.Response, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of ``response``'s body (what could be read of it:
+    ``b""`` when nothing could). Never raises but for a cancellation."""
     data = bytearray()
 
     async def take(chunk: bytes) -> bool:
         data.extend(chunk)
-        return len(data) < _EXCERPT_BYTES
+        return len(data) < limit
 
     with contextlib.suppress(httpx.HTTPError):
         await consume(response, take)
-    return excerpt(bytes(data[:_EXCERPT_BYTES]))
+    return bytes(data[:limit])
+
+
+def error_answer(body: bytes, request_id: RequestId) -> bytes | None:
+    """The frame of a JSON-RPC error answer to ``request_id`` held in an HTTP error body (a
+    2026-07-28 server answers a request it refuses with 400 or 404 and the JSON-RPC error in
+    the body), or ``None`` when the body is not one: not JSON, not an object, no ``error``
+    object with an integer ``code`` and a string ``message``, or a ``result`` beside it. The
+    answer is for the request that was POSTed, whatever ``id`` the body names (a server that
+    refuses a request before it reads its id answers ``null``). Never raises."""
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or "result" in value or value.get("jsonrpc") != "2.0":
+        return None
+    error = value.get("error")
+    if type(error) is not dict:
+        return None
+    code, message = error.get("code"), error.get("message")
+    if type(code) is not int or type(message) is not str:
+        return None
+    return _item_frame({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
 async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
@@ -905,6 +933,14 @@ class SetVersion:
 
 
 @attrs.frozen
+class SetStateless:
+    """From now on, the stateless shape of 2026-07-28 with ``version`` (``None``: the shape of
+    the handshake revisions again)."""
+
+    version: str | None
+
+
+@attrs.frozen
 class ResumeHeld:
     """Send the frames held since the session expired, in order."""
 
@@ -922,7 +958,9 @@ class EndConnection:
 
 
 #: What goes into a transport's outbox, in the order its user gave it.
-OutboxItem: TypeAlias = SendFrame | SetVersion | ResumeHeld | DiscardHeld | EndConnection
+OutboxItem: TypeAlias = (
+    SendFrame | SetVersion | SetStateless | ResumeHeld | DiscardHeld | EndConnection
+)
 
 
 # --------------------------------------------------------------------------- statistics
@@ -932,9 +970,10 @@ OutboxItem: TypeAlias = SendFrame | SetVersion | ResumeHeld | DiscardHeld | EndC
 class HttpStatistics:
     """A snapshot of an HTTP transport.
 
-    ``mode`` is ``"streamable"`` (Streamable HTTP) or ``"legacy"`` (HTTP+SSE, configured or
-    fallen back to). ``has_session`` says whether the server gave a session id (the id itself is
-    never shown); ``protocol_version`` is what the ``MCP-Protocol-Version`` header carries.
+    ``mode`` is ``"streamable"`` (Streamable HTTP), ``"stateless"`` (its 2026-07-28 shape) or
+    ``"legacy"`` (HTTP+SSE, configured or fallen back to). ``has_session`` says whether the
+    server gave a session id (the id itself is never shown); ``protocol_version`` is what the
+    ``MCP-Protocol-Version`` header carries.
     ``posts``, ``gets`` and ``deletes`` count HTTP requests by method; ``resumptions`` the GETs
     that resumed a broken stream with ``Last-Event-ID``; ``frames_received`` the messages taken
     up from the server (the last may still wait for room in the sink); ``queued`` the items
@@ -1150,6 +1189,8 @@ class HttpTransportBase:
                 self._end(error)
             case ResumeHeld() | DiscardHeld():
                 raise AssertionError(f"{type(self).__name__} never holds frames")
+            case SetStateless():
+                raise AssertionError(f"{type(self).__name__} has no stateless shape")
 
     async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
         """Send one frame (in the pump; overridden)."""

@@ -17,7 +17,10 @@ nor a waiting frame per request. ``notifications/cancelled`` from the server can
 of that request (and nothing is answered). In a 2026-07-28 session (the session says so with
 :class:`ModernSession`) servers send no requests: one that does is logged and left unanswered
 (clients send no responses in that revision). ``notifications/*/list_changed`` goes to the
-session's re-lister, log messages and stderr lines to the log and the event bus.
+session's re-lister, log messages and stderr lines to the log and the event bus. A list change
+and ``notifications/resources/updated`` first drop what they make stale from the server's result
+cache (through the session's :class:`~trio_mcp.actors.runtime._cache.CacheLease`), in the
+dispatcher's own task, before anything else sees the notification.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from ...protocol._jsonrpc import (
 )
 from ...protocol._methods import decode_notification
 from ...transports._base import StderrLine, Transport
+from ._cache import CacheLease
 from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged
 from ._inputs import answer_input
@@ -113,6 +117,8 @@ class Dispatcher:
     transport: Transport
     events: EventPublisher
     relist: RelistSink
+    #: The session's lease of the server's result cache (None: results are not cached).
+    cache: CacheLease | None = None
     inbox: trio.MemorySendChannel[DispatchItem] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[DispatchItem] = attrs.field(init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
@@ -254,6 +260,8 @@ class Dispatcher:
         method, params = notification.method, notification.params
         kind = _LIST_CHANGED.get(method)
         if kind is not None:
+            if self.cache is not None:
+                self.cache.changed(kind)
             if kind == "tools":
                 with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
                     self.relist.send_nowait(None)
@@ -277,6 +285,8 @@ class Dispatcher:
             case "notifications/resources/updated":
                 uri = getattr(decoded, "uri", None)
                 if isinstance(uri, str):
+                    if self.cache is not None:
+                        self.cache.updated(uri)
                     self.events.publish(ResourceUpdated(server=self.server, uri=uri))
             case "notifications/cancelled":
                 request_id = getattr(decoded, "request_id", None)

@@ -69,6 +69,7 @@ import trio
 
 from ...protocol._errors import (
     CallTimeout,
+    HeaderMismatch,
     HttpStatusError,
     InvalidMessage,
     InvalidParams,
@@ -263,6 +264,9 @@ class Session:
     #: over HTTP), by the server's tool name.
     _param_headers: Mapping[str, ParamHeaders] = attrs.field(factory=dict, init=False)
     _dispatch: trio.MemorySendChannel[DispatchItem] | None = attrs.field(default=None, init=False)
+    #: Set while the tools are listed again after a -32020 answer (concurrent calls that got
+    #: one wait for that listing instead of making their own).
+    _header_relisting: trio.Event | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -781,8 +785,10 @@ class Session:
         max_time: float | None,
     ) -> Mapping[str, Any] | InputRequiredResult:
         """One modern request: once more, under a new id, with a version both sides speak
-        when the server refuses the version (-32022). The raw result, or the decoded
+        when the server refuses the version (-32022), and after a ``tools/call`` over HTTP gets
+        -32020 (:meth:`_after_header_mismatch`). The raw result, or the decoded
         :class:`InputRequiredResult` when the server asks for input."""
+        start = trio.current_time()
         send = functools.partial(
             self._send_request,
             method,
@@ -800,6 +806,18 @@ class Session:
                 raw = await send()
             except UnsupportedProtocolVersion as again:
                 raise self._version_refused(again) from again
+        except HeaderMismatch as exc:
+            if method != "tools/call" or self._headed is None:
+                raise
+            raw = await self._after_header_mismatch(
+                exc,
+                params,
+                start=start,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+            )
         if raw.get("resultType") == "input_required" and method in INPUT_REQUIRED_METHODS:
             result = decode_result(method, raw)
             assert isinstance(result, InputRequiredResult)
@@ -1180,6 +1198,86 @@ class Session:
             deadline=None if timeout is None else trio.current_time() + timeout,
         )
         return final, rounds == 1
+
+    # ------------------------------------------------------------------ -32020
+
+    async def _after_header_mismatch(
+        self,
+        exc: HeaderMismatch,
+        params: Mapping[str, Any] | None,
+        *,
+        start: float,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
+    ) -> Mapping[str, Any]:
+        """A ``tools/call`` sent with its HTTP headers got -32020 (``HeaderMismatch``): the
+        tool's ``x-mcp-header`` annotations may have changed since the tools were listed (an
+        argument mirrored under another name, or newly mirrored; the client cannot tell which
+        header the server found wrong). List the tools again from the server, which updates
+        the headers the arguments go into and has the registry take the new listing, then
+        make the call once more, under a new id, within what is left of its time (``start``:
+        when it was first sent). A second -32020 is the error; a listing that fails gives the
+        first -32020, caused by that failure."""
+        name = (params or {}).get("name")
+        self._log.info(
+            "tools/call %r: the server found a header wrong (-32020); listing the tools again "
+            "and making the call once more",
+            name,
+        )
+        await self._relist_for_headers(exc)
+        elapsed = trio.current_time() - start
+        left = None if timeout is None or progress_resets_timeout else timeout - elapsed
+        left_max = None if max_time is None else max_time - elapsed
+        if any(t is not None and t <= 0 for t in (left, left_max)):
+            await trio.lowlevel.checkpoint()
+            raise CallTimeout(
+                f"tools/call {name!r} to server {self.server!r} got -32020 (header mismatch), "
+                f"and its time ran out while the tools were listed again ({elapsed:g} s)",
+                timeout=timeout if timeout is not None else elapsed,
+                server=self.server,
+                method="tools/call",
+                request_id=exc.request_id,
+            ) from exc
+        try:
+            return await self._send_request(
+                "tools/call",
+                params,
+                timeout=timeout if left is None else left,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=left_max,
+            )
+        except HeaderMismatch as again:
+            detail = again.args[0] if again.args else ""
+            raise HeaderMismatch(
+                f"server {self.server!r} refused tools/call {name!r} with -32020 (header "
+                f"mismatch) again after its tools were listed anew: {detail}",
+                code=again.code,
+                data=again.data,
+                server=self.server,
+                method="tools/call",
+                request_id=again.request_id,
+            ) from again
+
+    async def _relist_for_headers(self, exc: HeaderMismatch) -> None:
+        """List the tools again from the server after a -32020 and hand the listing to the
+        supervisor; calls that got one meanwhile wait for the same listing."""
+        pending = self._header_relisting
+        if pending is not None:
+            await pending.wait()
+            return
+        done = self._header_relisting = trio.Event()
+        try:
+            self.forget_listing("tools/list")
+            listing = await self.list_tools()
+        except McpError as failure:
+            raise exc from failure
+        finally:
+            self._header_relisting = None
+            done.set()
+        await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
 
     async def _relister(self) -> None:
         """List the tools again after list_changed notifications, once they have been quiet

@@ -1,5 +1,5 @@
-"""The result cache of 2026-07-28 servers (``ttlMs`` / ``cacheScope``), against the in-memory
-fake on trio's virtual clock (exact times).
+"""The result cache of 2026-07-28 servers (``ttlMs`` / ``cacheScope``) and the -32020 retry,
+against the in-memory fake on trio's virtual clock (exact times).
 
 The fake puts ``ttlMs`` and ``cacheScope`` on its modern results (``ttl_ms`` / ``cache_scope``:
 0 and ``"private"`` unless told otherwise); every request it receives is in ``fake.requests``,
@@ -34,7 +34,7 @@ from trio_mcp.actors.testing._fakes import (
     FakeServer,
     FakeTool,
 )
-from trio_mcp.protocol import Era, McpCatalogError, RpcError
+from trio_mcp.protocol import CallTimeout, Era, HeaderMismatch, McpCatalogError, RpcError
 
 Clock = trio.testing.MockClock
 
@@ -527,3 +527,143 @@ async def test_a_refused_cursor_of_the_host_drops_the_cached_pages(
         await rt.list_resources("m")
         await rt.list_resources("m", first.next_cursor)
         assert methods(fake).count("resources/list") == 5  # the refusal dropped both pages
+
+
+# --------------------------------------------------------------------------- -32020
+
+
+def regional(header: str) -> FakeTool:
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": header}},
+    }
+    return FakeTool("t", input_schema=schema)
+
+
+async def test_a_header_mismatch_lists_the_tools_again_and_retries_once(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(name="m", era="modern", http_headers=True, tools=[regional("Region")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        assert (await rt.call("mcp_m_t", {"region": "eu"})).text == '{"region":"eu"}'
+        assert fake.headers_received[-1][1]["Mcp-Param-Region"] == "eu"
+        # The server now mirrors the argument under another name, and says nothing.
+        fake.set_tools([regional("Zone")])
+        fake.requests.clear()
+        fake.headers_received.clear()
+        assert (await rt.call("mcp_m_t", {"region": "us"})).text == '{"region":"us"}'
+        assert methods(fake) == ["tools/call", "tools/list", "tools/call"]
+        sent = [headers for _, headers in fake.headers_received]
+        assert sent[0].get("Mcp-Param-Region") == "us" and "Mcp-Param-Zone" not in sent[0]
+        assert sent[2].get("Mcp-Param-Zone") == "us" and "Mcp-Param-Region" not in sent[2]
+        # the registry has the new listing, and the next call is right the first time
+        schema = rt.tools()["mcp_m_t"].tool.input_schema
+        assert schema["properties"]["region"]["x-mcp-header"] == "Zone"
+        fake.requests.clear()
+        await rt.call("mcp_m_t", {"region": "ap"})
+        assert methods(fake) == ["tools/call"]
+        assert trio.current_time() == 0
+
+
+async def test_a_newly_mirrored_argument_is_found_by_the_retry(autojump_clock: Clock) -> None:
+    fake = FakeServer(name="m", era="modern", http_headers=True, tools=[FakeTool("t")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        fake.set_tools([regional("Region")])
+        fake.requests.clear()
+        assert (await rt.call("mcp_m_t", {"region": "eu"})).text == '{"region":"eu"}'
+    assert methods(fake) == ["tools/call", "tools/list", "tools/call"]
+    assert fake.headers_received[-1][1]["Mcp-Param-Region"] == "eu"
+
+
+async def test_a_second_header_mismatch_is_the_error(autojump_clock: Clock) -> None:
+    fake = FakeServer(
+        name="m",
+        era="modern",
+        http_headers=True,
+        tools=[regional("Region")],
+        errors={"tools/call": (-32020, "Header mismatch: Mcp-Param-Region")},
+    )
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        fake.requests.clear()
+        with pytest.raises(HeaderMismatch) as info:
+            await rt.call("mcp_m_t", {"region": "eu"})
+        assert rt.status()["m"].state is ServerState.READY
+    assert methods(fake) == ["tools/call", "tools/list", "tools/call"]
+    message = str(info.value)
+    assert "again after its tools were listed anew" in message
+    assert "Mcp-Param-Region" in message
+    assert isinstance(info.value.__cause__, HeaderMismatch)
+
+
+async def test_calls_that_get_a_header_mismatch_together_share_one_listing(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(
+        name="m",
+        era="modern",
+        http_headers=True,
+        tools=[regional("Region")],
+        respond_after={"tools/list": 1},
+    )
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        fake.set_tools([regional("Zone")])
+        fake.requests.clear()
+        async with trio.open_nursery() as nursery:
+            for region in ("eu", "us", "ap"):
+                nursery.start_soon(rt.call, "mcp_m_t", {"region": region})
+        assert trio.current_time() == 2  # the first listing at connect, then the shared one
+    assert methods(fake).count("tools/list") == 1
+    assert methods(fake).count("tools/call") == 6
+
+
+async def test_without_http_headers_a_header_mismatch_is_not_retried(
+    autojump_clock: Clock,
+) -> None:
+    fake = FakeServer(
+        name="m",
+        era="modern",
+        tools=[regional("Region")],
+        errors={"tools/call": (-32020, "Header mismatch")},
+    )
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        fake.requests.clear()
+        with pytest.raises(HeaderMismatch):
+            await rt.call("mcp_m_t", {"region": "eu"})
+    assert methods(fake) == ["tools/call"]
+
+
+async def test_the_retry_after_a_header_mismatch_gets_what_is_left_of_the_calls_time(
+    autojump_clock: Clock,
+) -> None:
+    # The call has 10 s: -32020 after 5 s, the tools listed in 3 s, the retry gets 2 s.
+    fake = FakeServer(
+        name="m",
+        era="modern",
+        http_headers=True,
+        tools=[regional("Region")],
+        respond_after={"tools/call": 5, "tools/list": 3},
+    )
+    async with open_runtime(config(fake.server_config(timeout=10))) as rt:
+        await rt.wait_ready()
+        start = trio.current_time()
+        fake.set_tools([regional("Zone")])
+        with pytest.raises(CallTimeout) as info:
+            await rt.call("mcp_m_t", {"region": "eu"})
+        assert trio.current_time() - start == 10
+        assert info.value.timeout == 2
+        # A listing that takes the rest of the time: the call is not sent again.
+        fake.set_tools([regional("Region")])
+        fake.respond_after["tools/list"] = 6
+        fake.requests.clear()
+        start = trio.current_time()
+        with pytest.raises(CallTimeout) as spent:
+            await rt.call("mcp_m_t", {"region": "eu"})
+        assert trio.current_time() - start == 11
+        assert "its time ran out while the tools were listed again" in str(spent.value)
+        assert isinstance(spent.value.__cause__, HeaderMismatch)
+    assert methods(fake) == ["tools/call", "tools/list"]

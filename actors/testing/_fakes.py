@@ -619,13 +619,16 @@ class FakeServer:
     and in its -32022 answers); ``unsupported_version_answers`` answers the first N modern
     requests -32022 whatever version they carry (as the conformance suite's request-metadata
     scenario does), to test a client's retry. A tool handler or canned result may give a raw
-    result with its own ``resultType`` (``"input_required"``...), sent as it is.
+    result with its own ``resultType`` (``"input_required"``...), sent as it is. ``ttl_ms`` and
+    ``cache_scope`` (method -> value) set the ``ttlMs`` / ``cacheScope`` of modern results, and
+    ``http_headers`` has each request's HTTP headers reach the fake and checked (-32020).
 
     Scripted failures: ``refuse_connects`` (the first N connection attempts raise
     :class:`ConnectError`), ``respond_after`` (method -> seconds before answering), ``hang``
     (methods never answered), ``initialize_version`` (force the answered revision),
     ``initialize_error`` and ``errors`` (method -> ``(code, message)`` answered instead),
-    ``results`` (method -> a raw result answered instead, as it is),
+    ``results`` (method -> a raw result answered instead, as it is, or a function of the
+    request's params giving one),
     ``crash_after_calls`` (a connection is dropped, unanswered, when its ``tools/call`` number
     N + 1 arrives), ``list_changed_after_calls`` (after every N answered calls the fake sends
     ``notifications/tools/list_changed``), and :meth:`disconnect`.

@@ -19,8 +19,9 @@ of that request (and nothing is answered). In a 2026-07-28 session (the session 
 (clients send no responses in that revision). ``notifications/*/list_changed`` goes to the
 session's re-lister, log messages and stderr lines to the log and the event bus. A list change
 and ``notifications/resources/updated`` first drop what they make stale from the server's result
-cache (through the session's :class:`~trio_mcp.actors.runtime._cache.CacheLease`), in the
-dispatcher's own task, before anything else sees the notification.
+cache (:meth:`~trio_mcp.actors.runtime._cache.CacheLease.on_notification`, the one entry point
+for every path a notification takes), in the dispatcher's own task, before anything else sees
+it.
 """
 
 from __future__ import annotations
@@ -258,10 +259,10 @@ class Dispatcher:
 
     def _notification(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
+        if self.cache is not None:  # first: what the notification makes stale is never served
+            self.cache.on_notification(method, params)
         kind = _LIST_CHANGED.get(method)
         if kind is not None:
-            if self.cache is not None:
-                self.cache.changed(kind)
             if kind == "tools":
                 with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
                     self.relist.send_nowait(None)
@@ -285,8 +286,6 @@ class Dispatcher:
             case "notifications/resources/updated":
                 uri = getattr(decoded, "uri", None)
                 if isinstance(uri, str):
-                    if self.cache is not None:
-                        self.cache.updated(uri)
                     self.events.publish(ResourceUpdated(server=self.server, uri=uri))
             case "notifications/cancelled":
                 request_id = getattr(decoded, "request_id", None)

@@ -667,3 +667,43 @@ async def test_the_retry_after_a_header_mismatch_gets_what_is_left_of_the_calls_
         assert "its time ran out while the tools were listed again" in str(spent.value)
         assert isinstance(spent.value.__cause__, HeaderMismatch)
     assert methods(fake) == ["tools/call", "tools/list"]
+
+
+async def test_a_notification_drops_exactly_what_it_concerns() -> None:
+    cache = ResultCache(server="s", context="c")
+    lease = cache.lend(1)
+    page = {"x": [], "ttlMs": MINUTE}
+    keys = {
+        method: CacheKey(method, MODERN)
+        for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+    }
+    reads = {uri: CacheKey("resources/read", MODERN, uri) for uri in ("doc://a", "doc://b")}
+    discover = CacheKey("server/discover", MODERN)
+
+    def fill() -> None:
+        for key in (*keys.values(), *reads.values(), discover):
+            lease.store(key, page, epoch=lease.epoch(key.method))
+
+    def kept() -> set[str]:
+        found = {m for m, key in keys.items() if lease.fresh(key) is not None}
+        found |= {u for u, key in reads.items() if lease.fresh(key) is not None}
+        return found | ({"discover"} if lease.fresh(discover) is not None else set())
+
+    everything = {*keys, *reads, "discover"}
+    fill()
+    lease.on_notification("notifications/message", {"level": "info", "data": "x"})
+    lease.on_notification("notifications/resources/updated", {"uri": 3})
+    assert kept() == everything
+    for method, params, gone in (
+        ("notifications/tools/list_changed", None, {"tools/list"}),
+        ("notifications/prompts/list_changed", {}, {"prompts/list"}),
+        (
+            "notifications/resources/list_changed",
+            None,
+            {"resources/list", "resources/templates/list"},
+        ),
+        ("notifications/resources/updated", {"uri": "doc://b"}, {"doc://b"}),
+    ):
+        fill()
+        lease.on_notification(method, params)
+        assert kept() == everything - gone, method

@@ -506,6 +506,12 @@ class RuntimeConfig:
     #: answers to a ``tools/call``, ``resources/read`` or ``prompts/get``); past them the call
     #: fails with ``InputRoundsExceeded``. 0 answers none.
     max_input_rounds: int = 8
+    #: Keep the results a 2026-07-28 server says are fresh for a while (``ttlMs``:
+    #: ``server/discover``, the tool, prompt, resource and template listings, resource reads)
+    #: and answer from them until they expire or a change notification makes them stale; a
+    #: reconnect then does not list again what is still fresh. Off: every request goes to the
+    #: server. Legacy servers send no ``ttlMs``: nothing of theirs is kept either way.
+    cache_results: bool = True
     #: Names of the host's own tools: an MCP tool mapping to one of them is refused.
     builtin_tool_names: frozenset[str] = frozenset()
     client_name: str = "trio-mcp"

@@ -17,7 +17,11 @@ nor a waiting frame per request. ``notifications/cancelled`` from the server can
 of that request (and nothing is answered). In a 2026-07-28 session (the session says so with
 :class:`ModernSession`) servers send no requests: one that does is logged and left unanswered
 (clients send no responses in that revision). ``notifications/*/list_changed`` goes to the
-session's re-lister, log messages and stderr lines to the log and the event bus.
+session's re-lister, log messages and stderr lines to the log and the event bus. A list change
+and ``notifications/resources/updated`` first drop what they make stale from the server's result
+cache (:meth:`~trio_mcp.actors.runtime._cache.CacheLease.on_notification`, the one entry point
+for every path a notification takes), in the dispatcher's own task, before anything else sees
+it.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from ...protocol._jsonrpc import (
 )
 from ...protocol._methods import decode_notification
 from ...transports._base import StderrLine, Transport
+from ._cache import CacheLease
 from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged
 from ._inputs import answer_input
@@ -113,6 +118,8 @@ class Dispatcher:
     transport: Transport
     events: EventPublisher
     relist: RelistSink
+    #: The session's lease of the server's result cache (None: results are not cached).
+    cache: CacheLease | None = None
     inbox: trio.MemorySendChannel[DispatchItem] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[DispatchItem] = attrs.field(init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
@@ -252,6 +259,8 @@ class Dispatcher:
 
     def _notification(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
+        if self.cache is not None:  # first: what the notification makes stale is never served
+            self.cache.on_notification(method, params)
         kind = _LIST_CHANGED.get(method)
         if kind is not None:
             if kind == "tools":

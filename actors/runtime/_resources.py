@@ -7,6 +7,13 @@ connected server that offers the capability (with several, the call fails and li
 implicit pick would make one call mean different things at different times). A cursor always
 needs its server. The model-facing resource and prompt tools of :mod:`trio_mcp.actors.agent` are
 built on these operations.
+
+A 2026-07-28 server's listings and reads come from its result cache while they are fresh
+(``ttlMs``; see :mod:`~trio_mcp.actors.runtime._cache`), through the session
+(:meth:`~trio_mcp.actors.runtime._session.Session.through_cache`): what the server says stays
+fresh is not asked for again, and a change notification makes it stale. A cursor the server
+refuses (-32602) drops every cached page of that listing; the error says to list again from
+the start.
 """
 
 from __future__ import annotations
@@ -295,23 +302,39 @@ class Resources:
         result_type: type[_R],
     ) -> tuple[str, _R]:
         """Send ``method`` to the server that answers it (see :meth:`_resolve`) and decode its
-        answer, a ``result_type``; returns the server's name with it. Raises
+        answer, a ``result_type``; returns the server's name with it. A result the server's
+        cache holds fresh answers without a request (2026-07-28). Raises
         :class:`McpCatalogError` for every failure."""
         supervisor, session = self._resolve(server, capability, method)
         name = supervisor.name
-        try:
-            raw = await session.request(method, params, timeout=supervisor.config.timeout)
+
+        def check(raw: Mapping[str, Any]) -> _R:
             result = decode_result(method, raw)
-        except _FAILING as exc:
-            raise _failure(name, method, exc) from exc
-        if not isinstance(result, result_type):
-            raise McpCatalogError(
-                f"the MCP server {name!r} answered {method} with a {type(result).__name__}, "
-                "which this client cannot use here",
-                kind="server_error",
-                server=name,
-                method=method,
+            if not isinstance(result, result_type):
+                raise McpCatalogError(
+                    f"the MCP server {name!r} answered {method} with a "
+                    f"{type(result).__name__}, which this client cannot use here",
+                    kind="server_error",
+                    server=name,
+                    method=method,
+                )
+            return result
+
+        try:
+            result, _ = await session.through_cache(
+                method, params, timeout=supervisor.config.timeout, check=check
             )
+        except _FAILING as exc:
+            if isinstance(exc, InvalidParams) and params is not None and "cursor" in params:
+                session.forget_listing(method)
+                raise McpCatalogError(
+                    f"the MCP server {name!r} refused the cursor of {method} ({exc}): list "
+                    "again from the first page, without a cursor",
+                    kind="invalid",
+                    server=name,
+                    method=method,
+                ) from exc
+            raise _failure(name, method, exc) from exc
         return name, result
 
     # ------------------------------------------------------------------ for the host

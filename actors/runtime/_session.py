@@ -61,16 +61,18 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 import attrs
 import trio
 
 from ...protocol._errors import (
     CallTimeout,
+    HeaderMismatch,
     HttpStatusError,
     InvalidMessage,
+    InvalidParams,
     ListingTooLarge,
     LocalProtocolError,
     McpError,
@@ -122,6 +124,7 @@ from ...transports._base import (
 )
 from ...transports._channel import ITEM_OVERHEAD
 from ..config._config import RuntimeConfig, ServerConfig
+from ._cache import CacheKey, CacheLease, cache_key
 from ._callbacks import HostCallbacks
 from ._dispatcher import Dispatcher, DispatchItem, EventPublisher, ModernSession
 from ._inputs import answer_input
@@ -144,6 +147,7 @@ from ._toolcheck import check_listing, json_size
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 
 _INF: Final = float("inf")
+_T = TypeVar("_T")
 #: The longest wait for the answer to the probe (``server/discover``) before the server is
 #: taken for a legacy one (half of ``connect_timeout`` when that is less). Short: a legacy
 #: server that never answers unknown requests costs this on every first connection (the
@@ -232,6 +236,9 @@ class Session:
     #: revision to ask for first (None: the newest).
     start_era: Era | None = None
     start_version: str | None = None
+    #: The server's result cache, lent to this generation by the supervisor (None: results
+    #: are not cached). Used in a modern session only (see :meth:`through_cache`).
+    cache: CacheLease | None = None
 
     #: what the handshake established (set by the session's task, once, before it is ready)
     info: SessionInfo | None = attrs.field(default=None, init=False)
@@ -257,6 +264,9 @@ class Session:
     #: over HTTP), by the server's tool name.
     _param_headers: Mapping[str, ParamHeaders] = attrs.field(factory=dict, init=False)
     _dispatch: trio.MemorySendChannel[DispatchItem] | None = attrs.field(default=None, init=False)
+    #: Set while the tools are listed again after a -32020 answer (concurrent calls that got
+    #: one wait for that listing instead of making their own).
+    _header_relisting: trio.Event | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -298,6 +308,7 @@ class Session:
             transport=self.transport,
             events=self.events,
             relist=self._relist_send,
+            cache=self.cache,
         )
         # Only a transport that holds its frames meanwhile can have a new HTTP session made
         # for it; on any other the table ends the connection at the first expiry.
@@ -492,15 +503,20 @@ class Session:
         timeout = self._probe_timeout() if probe else self.config.connect_timeout
         retried = False
         while True:
+            # Not a probe: a fresh result of an earlier connection answers without a request.
+            cached = None if probe else self._fresh_result("server/discover", None)
+            ticket = self._ticket("server/discover", None)
             try:
                 # A probe that gets no answer is not cancelled on stdio: a legacy server may
                 # not take a notification before initialize. Over HTTP, closing the stream is.
-                raw = await self._send_request(
-                    "server/discover",
-                    None,
-                    timeout=timeout,
-                    cancel=not probe or self._stateless is not None,
-                )
+                raw = cached
+                if raw is None:
+                    raw = await self._send_request(
+                        "server/discover",
+                        None,
+                        timeout=timeout,
+                        cancel=not probe or self._stateless is not None,
+                    )
                 result = decode_result("server/discover", raw)
             except UnsupportedProtocolVersion as exc:
                 if retried:
@@ -529,6 +545,8 @@ class Session:
                     requested=self._version,
                     answered=", ".join(map(str, result.supported_versions)),
                 )
+            if cached is None:
+                self._keep(ticket, raw)
             if chosen != self._version:
                 await self._speak_modern(chosen)
             return result
@@ -558,7 +576,7 @@ class Session:
         await self._dispatch.send(ModernSession())
         listing = Listing(tools=(), refused=())
         if result.capabilities.tools is not None:
-            listing = await self.list_tools()
+            listing = await self.list_tools(cached=True)
         self._log.info(
             "connected: %s %s, protocol %s (no handshake), %d tools",
             name,
@@ -767,8 +785,10 @@ class Session:
         max_time: float | None,
     ) -> Mapping[str, Any] | InputRequiredResult:
         """One modern request: once more, under a new id, with a version both sides speak
-        when the server refuses the version (-32022). The raw result, or the decoded
+        when the server refuses the version (-32022), and after a ``tools/call`` over HTTP gets
+        -32020 (:meth:`_after_header_mismatch`). The raw result, or the decoded
         :class:`InputRequiredResult` when the server asks for input."""
+        start = trio.current_time()
         send = functools.partial(
             self._send_request,
             method,
@@ -786,6 +806,18 @@ class Session:
                 raw = await send()
             except UnsupportedProtocolVersion as again:
                 raise self._version_refused(again) from again
+        except HeaderMismatch as exc:
+            if method != "tools/call" or self._headed is None:
+                raise
+            raw = await self._after_header_mismatch(
+                exc,
+                params,
+                start=start,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+            )
         if raw.get("resultType") == "input_required" and method in INPUT_REQUIRED_METHODS:
             result = decode_result(method, raw)
             assert isinstance(result, InputRequiredResult)
@@ -956,8 +988,14 @@ class Session:
 
     # ------------------------------------------------------------------ listing
 
-    async def list_all(self, method: str, key: str) -> list[Any]:
+    async def list_all(self, method: str, key: str, *, cached: bool = False) -> list[Any]:
         """Every entry of a paginated listing (raw JSON objects), following ``nextCursor``.
+
+        In a modern session every page fetched is kept in the server's cache when its
+        ``ttlMs`` says it is fresh, and with ``cached`` the pages still fresh there are taken
+        from it (each page on its own). A cursor the server refuses (-32602) after a page from
+        the cache drops every page of the listing, and the listing starts again without a
+        cursor, every page from the server.
 
         Raises :class:`ListingTooLarge` past the caps, on a cursor over 64 KiB
         (:data:`MAX_CURSOR_BYTES`) or on a cursor cycle.
@@ -966,20 +1004,32 @@ class Session:
         seen: set[str] = set()
         cursor: str | None = None
         page = 0
+        from_cache = False
+        check = functools.partial(_page_of, self.server, method, key)
         while True:
             page += 1
-            raw = await self.request(
-                method,
-                {"cursor": cursor} if cursor is not None else None,
-                timeout=self.config.timeout,
-            )
-            items = raw.get(key)
-            if not isinstance(items, list):
-                raise InvalidMessage(
-                    f"server {self.server!r}: {method} result has no {key!r} array",
-                    path=f"$.result.{key}",
+            try:
+                raw, hit = await self.through_cache(
+                    method,
+                    {"cursor": cursor} if cursor is not None else None,
+                    timeout=self.config.timeout,
+                    check=check,
+                    use_cached=cached,
                 )
-            entries.extend(items)
+            except InvalidParams:
+                if cursor is None or not from_cache or self.cache is None:
+                    raise
+                self._log.info(
+                    "%s: the server refused the cursor of a page from the cache; listing "
+                    "every page again",
+                    method,
+                )
+                self.cache.drop_listing(method)
+                entries, seen, cursor, page = [], set(), None, 0
+                from_cache = cached = False
+                continue
+            from_cache = from_cache or hit
+            entries.extend(raw[key])
             if len(entries) > self.runtime.max_list_entries:
                 raise ListingTooLarge(
                     f"server {self.server!r}: {method} returned more than "
@@ -1010,9 +1060,10 @@ class Session:
                 )
             seen.add(cursor)
 
-    async def list_tools(self) -> Listing:
-        """Every page of ``tools/list``, with the registration checks applied."""
-        raw = await self.list_all("tools/list", "tools")
+    async def list_tools(self, *, cached: bool = False) -> Listing:
+        """Every page of ``tools/list``, with the registration checks applied; ``cached``: the
+        pages still fresh in the server's cache come from there (see :meth:`list_all`)."""
+        raw = await self.list_all("tools/list", "tools", cached=cached)
         return await self._check_tools(raw)
 
     async def _check_tools(self, raw: list[Any]) -> Listing:
@@ -1047,11 +1098,194 @@ class Session:
         self._param_headers = checked.param_headers
         return Listing(tools=checked.tools, refused=checked.refused)
 
+    # ------------------------------------------------------------------ the result cache
+
+    async def through_cache(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        check: Callable[[Mapping[str, Any]], _T],
+        use_cached: bool = True,
+    ) -> tuple[_T, bool]:
+        """A request through the server's result cache (2026-07-28; see
+        :mod:`~trio_mcp.actors.runtime._cache`): ``check(raw)`` of the result kept for it
+        while fresh (``use_cached``), else of the server's answer, which is kept when its
+        ``ttlMs`` says it is fresh, it is complete and the server asked for no input on the
+        way; and whether it came from the cache. ``check`` validates the result (raising what
+        a bad one deserves) and gives the value: a result that fails it is not kept.
+
+        In a legacy session, without a cache, or for a request whose result is not cached (a
+        method other than ``server/discover``, the listings and ``resources/read``), this is
+        the plain :meth:`request`."""
+        ticket = self._ticket(method, params)
+        if ticket is None:
+            return check(await self.request(method, params, timeout=timeout)), False
+        lease = self.cache
+        assert lease is not None
+        if use_cached:
+            kept = lease.fresh(ticket[0])
+            if kept is not None:
+                await trio.lowlevel.checkpoint()
+                return check(kept), True
+        raw, first_round = await self._first_round(method, params, timeout=timeout)
+        value = check(raw)
+        if first_round:
+            self._keep(ticket, raw)
+        return value, False
+
+    def forget_listing(self, method: str) -> None:
+        """Drop every cached page of the listing ``method`` (the server refused a cursor)."""
+        if self.cache is not None:
+            self.cache.drop_listing(method)
+
+    def _ticket(self, method: str, params: Mapping[str, Any] | None) -> tuple[CacheKey, int] | None:
+        """The key, and the invalidation epoch now, under which the result of this request may
+        be kept; None when it may not be (a legacy session, no cache, a request whose result
+        is not cached). Taken before the request is sent."""
+        lease, version = self.cache, self._version
+        if lease is None or version is None:
+            return None
+        key = cache_key(method, version, params)
+        return None if key is None else (key, lease.epoch(method))
+
+    def _fresh_result(
+        self, method: str, params: Mapping[str, Any] | None
+    ) -> Mapping[str, Any] | None:
+        """The fresh result kept for this request, or None."""
+        ticket = self._ticket(method, params)
+        if ticket is None or self.cache is None:
+            return None
+        return self.cache.fresh(ticket[0])
+
+    def _keep(self, ticket: tuple[CacheKey, int] | None, raw: Mapping[str, Any]) -> None:
+        """Keep the complete, checked result of a request made under ``ticket``."""
+        if ticket is not None and self.cache is not None:
+            self.cache.store(ticket[0], raw, epoch=ticket[1])
+
+    async def _first_round(
+        self, method: str, params: Mapping[str, Any] | None, *, timeout: float | None
+    ) -> tuple[Mapping[str, Any], bool]:
+        """A modern request's final result, and whether the server gave it to the request
+        as first sent (no ``input_required`` answer on the way: only such a result may be
+        kept). Like :meth:`request` otherwise, without progress."""
+        if method not in INPUT_REQUIRED_METHODS:
+            return await self.request(method, params, timeout=timeout), True
+        rounds = 0
+
+        async def send(
+            round_params: Mapping[str, Any], left: float | None
+        ) -> Mapping[str, Any] | InputRequiredResult:
+            nonlocal rounds
+            rounds += 1
+            return await self._versioned(
+                method,
+                round_params,
+                timeout=left,
+                progress=None,
+                progress_resets_timeout=False,
+                max_time=left,
+            )
+
+        final: Mapping[str, Any] = await with_input_rounds(
+            send,
+            method,
+            params or {},
+            answer=functools.partial(answer_input, self.callbacks, self.server),
+            max_rounds=self.runtime.max_input_rounds,
+            server=self.server,
+            deadline=None if timeout is None else trio.current_time() + timeout,
+        )
+        return final, rounds == 1
+
+    # ------------------------------------------------------------------ -32020
+
+    async def _after_header_mismatch(
+        self,
+        exc: HeaderMismatch,
+        params: Mapping[str, Any] | None,
+        *,
+        start: float,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
+    ) -> Mapping[str, Any]:
+        """A ``tools/call`` sent with its HTTP headers got -32020 (``HeaderMismatch``): the
+        tool's ``x-mcp-header`` annotations may have changed since the tools were listed (an
+        argument mirrored under another name, or newly mirrored; the client cannot tell which
+        header the server found wrong). List the tools again from the server, which updates
+        the headers the arguments go into and has the registry take the new listing, then
+        make the call once more, under a new id, within what is left of its time (``start``:
+        when it was first sent). A second -32020 is the error; a listing that fails gives the
+        first -32020, caused by that failure."""
+        name = (params or {}).get("name")
+        self._log.info(
+            "tools/call %r: the server found a header wrong (-32020); listing the tools again "
+            "and making the call once more",
+            name,
+        )
+        await self._relist_for_headers(exc)
+        elapsed = trio.current_time() - start
+        left = None if timeout is None or progress_resets_timeout else timeout - elapsed
+        left_max = None if max_time is None else max_time - elapsed
+        if any(t is not None and t <= 0 for t in (left, left_max)):
+            await trio.lowlevel.checkpoint()
+            raise CallTimeout(
+                f"tools/call {name!r} to server {self.server!r} got -32020 (header mismatch), "
+                f"and its time ran out while the tools were listed again ({elapsed:g} s)",
+                timeout=timeout if timeout is not None else elapsed,
+                server=self.server,
+                method="tools/call",
+                request_id=exc.request_id,
+            ) from exc
+        try:
+            return await self._send_request(
+                "tools/call",
+                params,
+                timeout=timeout if left is None else left,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=left_max,
+            )
+        except HeaderMismatch as again:
+            detail = again.args[0] if again.args else ""
+            raise HeaderMismatch(
+                f"server {self.server!r} refused tools/call {name!r} with -32020 (header "
+                f"mismatch) again after its tools were listed anew: {detail}",
+                code=again.code,
+                data=again.data,
+                server=self.server,
+                method="tools/call",
+                request_id=again.request_id,
+            ) from again
+
+    async def _relist_for_headers(self, exc: HeaderMismatch) -> None:
+        """List the tools again from the server after a -32020 and hand the listing to the
+        supervisor; calls that got one meanwhile wait for the same listing."""
+        pending = self._header_relisting
+        if pending is not None:
+            await pending.wait()
+            return
+        done = self._header_relisting = trio.Event()
+        try:
+            self.forget_listing("tools/list")
+            listing = await self.list_tools()
+        except McpError as failure:
+            raise exc from failure
+        finally:
+            self._header_relisting = None
+            done.set()
+        await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
+
     async def _relister(self) -> None:
         """List the tools again after list_changed notifications, once they have been quiet
         for ``list_changed_debounce`` seconds, and send the result to the supervisor."""
         debounce = self.runtime.list_changed_debounce
         async for _ in self._relist_receive:
+            if self.cache is not None:  # whichever path the word came by
+                self.cache.changed("tools")
             quiet = False
             while not quiet:  # each new notification starts the quiet time again
                 with trio.move_on_after(debounce) as wait:
@@ -1087,6 +1321,17 @@ def _with_meta(
     if token is not None:
         meta[META_PROGRESS_TOKEN] = token
     return {**(params or {}), "_meta": meta}
+
+
+def _page_of(server: str, method: str, key: str, raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``raw``, a page of the listing ``method`` whose entries are under ``key``; raises
+    :class:`InvalidMessage` when that is not an array."""
+    if not isinstance(raw.get(key), list):
+        raise InvalidMessage(
+            f"server {server!r}: {method} result has no {key!r} array",
+            path=f"$.result.{key}",
+        )
+    return raw
 
 
 def _supported(exc: RpcError) -> Sequence[Any]:

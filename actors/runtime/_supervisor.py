@@ -39,6 +39,15 @@ replaced by one of the other era), clears the memory: the attempt after it probe
 server whose configuration fixes the era (``protocol``: ``legacy`` or ``modern``) is never
 probed, and a legacy HTTP+SSE server (type ``sse``) always speaks the handshake revisions.
 
+**The result cache.** The supervisor owns the server's
+:class:`~trio_mcp.actors.runtime._cache.ResultCache` (unless ``cache_results`` is off), which
+lives as long as it does: what one connection learned with a ``ttlMs`` serves the next one (a
+reconnect to a modern server whose ``server/discover`` and ``tools/list`` are still fresh sends
+neither). It lends the cache to each connection attempt (:meth:`ResultCache.lend`, in
+:meth:`_start_attempt`: the lease goes to the new session) and takes it back the moment the
+connection ends (``ConnectionLost`` or ``ConnectionClosed``), so that only the live generation
+reads or writes it, synchronously, and nothing crosses between actors.
+
 A host asking for a connection attempt (:meth:`ServerSupervisor.reconnect_now`) sets a flag that
 the supervisor takes after each batch of messages; at most one :class:`ReconnectNow` (a wake-up)
 is in the mailbox at a time, so no number of asks can fill it.
@@ -74,6 +83,7 @@ from ...transports._base import FrameSink, ProcessTransport, Transport
 from ...transports._channel import ByteChannel
 from ..config._backoff import first_connect_delay, reconnect_delay
 from ..config._config import RuntimeConfig, ServerConfig, TransportKind
+from ._cache import CacheLease, ResultCache, authorization_context
 from ._callbacks import HostCallbacks
 from ._dispatcher import EventPublisher
 from ._events import ServerState, ServerStateChanged
@@ -295,6 +305,8 @@ class ServerSupervisor:
     #: queued ReplaceTools (it is of the same generation or a newer one), so at most one
     #: WithdrawServer and one ReplaceTools wait here.
     _outbox: deque[ReplaceTools | WithdrawServer] | None = attrs.field(default=None, init=False)
+    #: The server's result cache, lent to the running connection (None: not cached).
+    _cache: ResultCache | None = attrs.field(default=None, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -303,6 +315,8 @@ class ServerSupervisor:
     def __attrs_post_init__(self) -> None:
         self.inbox, self._mailbox = trio.open_memory_channel[SupervisorMsg](MAILBOX_SIZE)
         self._published = self._snapshot()
+        if self.runtime.cache_results:
+            self._cache = ResultCache(server=self.name, context=authorization_context(self.config))
 
     # ------------------------------------------------------------------ for other tasks
 
@@ -465,8 +479,10 @@ class ServerSupervisor:
             case AttemptReady():
                 self._ready(msg)
             case ConnectionLost(generation=generation, error=error):
+                self._reclaim(generation)
                 self._lost(generation, error)
             case ConnectionClosed(generation=generation):
+                self._reclaim(generation)
                 self._closed(generation)
             case Relisted(generation=generation, listing=listing):
                 if (
@@ -509,7 +525,13 @@ class ServerSupervisor:
         state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
         self._set_state(state, reason=self._last_error)
         era, version = self._start_era()
-        self._tasks.start_soon(self._connection, self._generation, scope, era, version)
+        lease = None if self._cache is None else self._cache.lend(self._generation)
+        self._tasks.start_soon(self._connection, self._generation, scope, era, version, lease)
+
+    def _reclaim(self, generation: int) -> None:
+        """The connection of ``generation`` has ended: its lease of the cache stops working."""
+        if self._cache is not None:
+            self._cache.reclaim(generation)
 
     def _start_era(self) -> tuple[Era | None, str | None]:
         """The era (and modern revision) the next session speaks without probing: what the
@@ -780,9 +802,11 @@ class ServerSupervisor:
         scope: trio.CancelScope,
         era: Era | None,
         version: str | None,
+        cache: CacheLease | None,
     ) -> None:
         """One connection attempt and, once ready, the connection itself; the session speaks
-        ``era`` (and ``version``) without probing, or probes (None). Tells the supervisor
+        ``era`` (and ``version``) without probing, or probes (None), and uses the server's
+        result cache through ``cache`` (None: none). Tells the supervisor
         everything through its mailbox; the last word is :class:`ConnectionClosed`, sent once
         the transport is closed."""
         inbox = self.inbox
@@ -806,6 +830,7 @@ class ServerSupervisor:
                             supervisor=inbox,
                             start_era=era,
                             start_version=version,
+                            cache=cache,
                         )
                         error: BaseException
                         try:

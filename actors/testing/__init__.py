@@ -14,6 +14,7 @@ from ._chaos import (
     chaos_transport_factory,
 )
 from ._fakes import (
+    FakeHeaderTransport,
     FakePrompt,
     FakeResource,
     FakeResourceTemplate,
@@ -28,6 +29,7 @@ __all__ = [
     "ChaosStatistics",
     "ChaosTransport",
     "ChaosTransportFactory",
+    "FakeHeaderTransport",
     "FakePrompt",
     "FakeResource",
     "FakeResourceTemplate",

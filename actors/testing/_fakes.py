@@ -14,6 +14,13 @@
 - ``"dual"``: both; each connection speaks the era of its first request (``initialize``: the
   handshake revisions; anything else: 2026-07-28), as the official Python SDK's servers do.
 
+A modern connection puts ``ttlMs`` and ``cacheScope`` on its cacheable results (discover, the
+listings, reads: 0 and ``"private"`` unless ``ttl_ms`` / ``cache_scope`` say otherwise). With
+``http_headers`` the client end takes each request's HTTP headers (a
+:class:`~trio_mcp.transports.HeaderTransport`) and a modern connection checks them as a
+2026-07-28 Streamable HTTP server does, against its own tools' ``x-mcp-header`` annotations:
+-32020 (``HeaderMismatch``) for a wrong or missing one.
+
 Two ways to run it:
 
 - **In memory** (fast, exact under ``autojump_clock``): ``fake.transport_factory()`` is a
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import inspect
 import json
 import os
@@ -54,10 +62,12 @@ from ...protocol._errors import (
     ConnectError,
     FrameTooLarge,
     InvalidMessage,
+    LocalProtocolError,
     RpcError,
     TransportClosed,
 )
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES, NdjsonFramer, encode_frame
+from ...protocol._headers import HEADER_PARAM_PREFIX, param_headers, request_headers
 from ...protocol._jsonrpc import (
     CANCELLED_NOTIFICATION,
     ErrorObject,
@@ -93,6 +103,7 @@ from ...transports._memory import MemoryTransport, memory_transport_pair
 from ..config._config import ServerConfig, TransportFactory, TransportKind
 
 __all__ = [
+    "FakeHeaderTransport",
     "FakePrompt",
     "FakeResource",
     "FakeResourceTemplate",
@@ -127,6 +138,20 @@ _REMOVED_IN_MODERN: Final = frozenset(
 )
 #: The ``_meta`` keys every 2026-07-28 request must carry.
 _REQUIRED_META: Final = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
+#: The methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
+_CACHEABLE: Final = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+#: What :attr:`FakeServer.results` may hold for a method: a raw result, or a function of the
+#: request's params giving one (raising :class:`RpcError` to answer with an error).
+CannedResult: TypeAlias = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 # --------------------------------------------------------------------------- catalog entries
@@ -311,7 +336,11 @@ def _error_map(values: Mapping[str, tuple[int, str]]) -> dict[str, tuple[int, st
     return dict(values)
 
 
-def _result_map(values: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _result_map(values: Mapping[str, CannedResult]) -> dict[str, CannedResult]:
+    return dict(values)
+
+
+def _any_map(values: Mapping[str, Any]) -> dict[str, Any]:
     return dict(values)
 
 
@@ -363,6 +392,9 @@ class _Connection:
     era: str | None = None
     tool_calls: int = 0
     closed: bool = False
+    #: With ``http_headers``: the headers the client end sent with each request, by request id
+    #: (taken when the request is read).
+    headers: dict[RequestId, Mapping[str, str]] | None = None
 
     async def send(self, message: Message) -> bool:
         """Send one message; False (nothing raised) when the client is gone."""
@@ -379,6 +411,61 @@ class _Connection:
         self.closed = True
         with trio.CancelScope(shield=True):
             await self.transport.aclose()
+
+
+@attrs.define(eq=False)
+class FakeHeaderTransport:
+    """The client end of an in-memory connection to a fake with ``http_headers``: a
+    :class:`~trio_mcp.transports.HeaderTransport`, as Streamable HTTP is. The headers of a
+    frame sent with :meth:`send_with_headers` reach the fake with the frame (by its request
+    id); a frame sent with :meth:`send` has none."""
+
+    inner: MemoryTransport
+    _headers: dict[RequestId, Mapping[str, str]] = attrs.field(repr=False)
+
+    @property
+    def info(self) -> TransportInfo:
+        return self.inner.info
+
+    def send_nowait(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        self.inner.send_nowait(frame, request_id)
+
+    async def send(self, frame: bytes, request_id: RequestId | None = None) -> None:
+        await self.inner.send(frame, request_id)
+
+    def send_with_headers_nowait(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        self._put(request_id, headers)
+        try:
+            self.inner.send_nowait(frame, request_id)
+        except BaseException:
+            self._take(request_id)
+            raise
+
+    async def send_with_headers(
+        self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
+    ) -> None:
+        self._put(request_id, headers)
+        try:
+            await self.inner.send(frame, request_id)
+        except BaseException:
+            self._take(request_id)
+            raise
+
+    async def receive(self) -> bytes:
+        return await self.inner.receive()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def _put(self, request_id: RequestId | None, headers: Mapping[str, str]) -> None:
+        if request_id is not None:  # before the frame: the fake reads them with it
+            self._headers[request_id] = dict(headers)
+
+    def _take(self, request_id: RequestId | None) -> None:
+        if request_id is not None:
+            self._headers.pop(request_id, None)
 
 
 @attrs.define(eq=False)
@@ -401,6 +488,8 @@ class ToolContext:
     #: The request's ``params`` as received (a 2026-07-28 retry's ``inputResponses`` and
     #: ``requestState`` are there, for a handler that asks for input and reads the answers).
     params: Mapping[str, Any] = attrs.field(factory=dict)
+    #: The HTTP headers the request came with (a fake with ``http_headers``; else None).
+    headers: Mapping[str, str] | None = None
     _cancelled: bool = attrs.field(default=False, init=False)
 
     @property
@@ -530,13 +619,16 @@ class FakeServer:
     and in its -32022 answers); ``unsupported_version_answers`` answers the first N modern
     requests -32022 whatever version they carry (as the conformance suite's request-metadata
     scenario does), to test a client's retry. A tool handler or canned result may give a raw
-    result with its own ``resultType`` (``"input_required"``...), sent as it is.
+    result with its own ``resultType`` (``"input_required"``...), sent as it is. ``ttl_ms`` and
+    ``cache_scope`` (method -> value) set the ``ttlMs`` / ``cacheScope`` of modern results, and
+    ``http_headers`` has each request's HTTP headers reach the fake and checked (-32020).
 
     Scripted failures: ``refuse_connects`` (the first N connection attempts raise
     :class:`ConnectError`), ``respond_after`` (method -> seconds before answering), ``hang``
     (methods never answered), ``initialize_version`` (force the answered revision),
     ``initialize_error`` and ``errors`` (method -> ``(code, message)`` answered instead),
-    ``results`` (method -> a raw result answered instead, as it is),
+    ``results`` (method -> a raw result answered instead, as it is, or a function of the
+    request's params giving one),
     ``crash_after_calls`` (a connection is dropped, unanswered, when its ``tools/call`` number
     N + 1 arrives), ``list_changed_after_calls`` (after every N answered calls the fake sends
     ``notifications/tools/list_changed``), and :meth:`disconnect`.
@@ -565,9 +657,20 @@ class FakeServer:
     errors: dict[str, tuple[int, str]] = attrs.field(factory=dict, converter=_error_map)
     crash_after_calls: int | None = None
     list_changed_after_calls: int | None = None
-    #: ``method -> result``: answer that method with this raw result, as it is.
-    results: dict[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=_result_map)
+    #: ``method -> result``: answer that method with this raw result, as it is, or with what
+    #: a function of the request's params gives (it may raise :class:`RpcError`).
+    results: dict[str, CannedResult] = attrs.field(factory=dict, converter=_result_map)
     era: str = "legacy"
+    #: ``method -> ttlMs`` of its 2026-07-28 results (any JSON value, to test bad ones; None
+    #: leaves the key out); a method not named gets 0. Only for a result without a ``ttlMs`` of
+    #: its own, and never on an ``input_required`` one.
+    ttl_ms: dict[str, Any] = attrs.field(factory=dict, converter=_any_map)
+    #: ``method -> cacheScope`` of its 2026-07-28 results (None leaves the key out); a method
+    #: not named gets ``"private"``.
+    cache_scope: dict[str, Any] = attrs.field(factory=dict, converter=_any_map)
+    #: The client end takes each request's HTTP headers (:class:`FakeHeaderTransport`), and a
+    #: modern connection checks them like a 2026-07-28 Streamable HTTP server (-32020).
+    http_headers: bool = False
     modern_versions: tuple[str, ...] = attrs.field(default=MODERN_VERSIONS, converter=_str_tuple)
     unsupported_version_answers: int = 0
     #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
@@ -592,6 +695,8 @@ class FakeServer:
     invalid_frames: list[bytes] = attrs.field(factory=list, init=False)
     #: How many connections were served so far (refused attempts not included).
     served: int = attrs.field(default=0, init=False)
+    #: With ``http_headers``: ``(method, headers)`` of every request received, in order.
+    headers_received: list[tuple[str, dict[str, str]]] = attrs.field(factory=list, init=False)
 
     _live: list[_Connection] = attrs.field(factory=list, init=False)
     _calls_answered: int = attrs.field(default=0, init=False)
@@ -679,9 +784,10 @@ class FakeServer:
 
     def transport_factory(self) -> TransportFactory:
         """A callable taking the sink of the client end; each call is one connection attempt
-        (see :meth:`connect`). This is what ``ServerConfig(type=TransportKind.CUSTOM,
-        transport_factory=...)`` takes."""
-        return self.connect
+        (see :meth:`connect`, or :meth:`connect_with_headers` when ``http_headers`` is set).
+        This is what ``ServerConfig(type=TransportKind.CUSTOM, transport_factory=...)``
+        takes."""
+        return self.connect_with_headers if self.http_headers else self.connect
 
     def server_config(self, name: str | None = None, **options: Any) -> ServerConfig:
         """A ``ServerConfig`` that reaches this fake in memory; ``options`` are passed on
@@ -704,6 +810,24 @@ class FakeServer:
         is called; leaving the block closes the client end and stops that task. An exception
         raised in the block comes out as itself, never wrapped in an exception group.
         """
+        async with self._connect(sink, None) as client:
+            yield client
+
+    @asynccontextmanager
+    async def connect_with_headers(
+        self, sink: FrameSink | None = None
+    ) -> AsyncIterator[FakeHeaderTransport]:
+        """:meth:`connect`, the client end taking each request's HTTP headers (a
+        :class:`FakeHeaderTransport`): the fake records them (:attr:`headers_received`) and a
+        modern connection checks them."""
+        headers: dict[RequestId, Mapping[str, str]] = {}
+        async with self._connect(sink, headers) as client:
+            yield FakeHeaderTransport(client, headers)
+
+    @asynccontextmanager
+    async def _connect(
+        self, sink: FrameSink | None, headers: dict[RequestId, Mapping[str, str]] | None
+    ) -> AsyncIterator[MemoryTransport]:
         self.connect_times.append(trio.current_time())
         attempt = len(self.connect_times)
         if attempt <= self.refuse_connects:
@@ -719,7 +843,7 @@ class FakeServer:
         )
         with collapse_exception_group():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.serve_transport, server)
+                nursery.start_soon(functools.partial(self.serve_transport, server, headers=headers))
                 try:
                     yield client
                 finally:
@@ -729,12 +853,19 @@ class FakeServer:
                         await client.aclose()
                     nursery.cancel_scope.cancel()
 
-    async def serve_transport(self, transport: ServerEnd) -> None:
+    async def serve_transport(
+        self,
+        transport: ServerEnd,
+        *,
+        headers: dict[RequestId, Mapping[str, str]] | None = None,
+    ) -> None:
         """Serve one client connection over ``transport`` until it closes (the client closed
         it, or :meth:`disconnect`). Returns normally then; the transport is closed on the way
-        out. Bugs in tool handlers' result types are answered as JSON-RPC errors."""
+        out. Bugs in tool handlers' result types are answered as JSON-RPC errors. ``headers``:
+        where the client end puts each request's HTTP headers (see
+        :meth:`connect_with_headers`)."""
         self.served += 1
-        conn = _Connection(transport=transport, number=self.served)
+        conn = _Connection(transport=transport, number=self.served, headers=headers)
         self._live.append(conn)
         try:
             async with trio.open_nursery() as nursery:
@@ -789,6 +920,10 @@ class FakeServer:
     async def _on_request(self, conn: _Connection, request: Request) -> None:
         self.requests.append((request.method, request.params))
         self._connection_era(conn, request.method)  # the first request read decides
+        sent_headers: Mapping[str, str] | None = None
+        if conn.headers is not None:
+            sent_headers = conn.headers.pop(request.id, {})
+            self.headers_received.append((request.method, dict(sent_headers)))
         if request.id in conn.handling:
             await conn.send(
                 _error_response(
@@ -815,6 +950,7 @@ class FakeServer:
             connection=conn.number,
             conn=conn,
             params=params,
+            headers=sent_headers,
         )
         scope = trio.CancelScope()
         conn.handling[request.id] = (scope, ctx)
@@ -884,9 +1020,13 @@ class FakeServer:
                     },
                 )
             self._check_envelope(conn, method, params)
+            if ctx.headers is not None:
+                self._check_headers(method, params, ctx.headers)
             result = await self._answer_modern(conn, request, ctx, params)
             if "resultType" not in result:
                 result = {**result, "resultType": "complete"}
+            if method in _CACHEABLE and result["resultType"] == "complete":
+                result = self._cacheable(method, result)
             return result
         return await self._answer_legacy(conn, request, ctx, params)
 
@@ -930,13 +1070,11 @@ class FakeServer:
         if method in self.errors:
             raise _error(*self.errors[method])
         if method in self.results:
-            return dict(self.results[method])
+            return self._canned(method, params)
         if method == "server/discover":
             result: dict[str, Any] = {
                 "supportedVersions": list(self.modern_versions),
                 "capabilities": self._capabilities(),
-                "ttlMs": 0,
-                "cacheScope": "private",
                 "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
             }
             if self.instructions is not None:
@@ -945,6 +1083,64 @@ class FakeServer:
         if method in _REMOVED_IN_MODERN:
             raise _error(-32601, f"Method not found: {method} (removed in 2026-07-28)")
         return await self._answer_common(conn, request, ctx, params)
+
+    def _canned(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The result :attr:`results` gives for ``method``."""
+        canned = self.results[method]
+        return dict(canned(params) if callable(canned) else canned)
+
+    def _cacheable(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A complete modern result of a cacheable method with its ``ttlMs`` and
+        ``cacheScope`` (those it has of its own are kept)."""
+        out = dict(result)
+        for key, values, default in (
+            ("ttlMs", self.ttl_ms, 0),
+            ("cacheScope", self.cache_scope, "private"),
+        ):
+            if key in out:
+                continue
+            value = values.get(method, default)
+            if value is not None:
+                out[key] = value
+        return out
+
+    def _check_headers(
+        self, method: str, params: Mapping[str, Any], sent: Mapping[str, str]
+    ) -> None:
+        """A 2026-07-28 Streamable HTTP server's check of a request's headers against its
+        body: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and, for ``tools/call``,
+        the ``Mcp-Param-*`` the tool's annotations (in the fake's catalog now) ask for, no more
+        and no fewer. -32020 for a header that is wrong or missing."""
+        mirrored: tuple[Any, ...] = ()
+        if method == "tools/call":
+            tool = self._find_tool(str(params.get("name")))
+            schema = (
+                tool.get("inputSchema")
+                if isinstance(tool, Mapping)
+                else tool.input_schema
+                if tool is not None
+                else None
+            )
+            found = param_headers(schema)
+            mirrored = found if isinstance(found, tuple) else ()
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+        try:
+            expected = request_headers(method, params, version=str(version), param_headers=mirrored)
+        except LocalProtocolError as exc:
+            raise _error(-32020, f"Header mismatch: {exc}") from None
+        given = {name.lower(): value for name, value in sent.items()}
+        for name, value in expected.items():
+            if given.get(name.lower()) != value:
+                raise _error(
+                    -32020,
+                    f"Header mismatch: {name} is {given.get(name.lower())!r}, expected {value!r}",
+                )
+        wanted = {name.lower() for name in expected}
+        prefix = HEADER_PARAM_PREFIX.lower()
+        for name in given:
+            if name.startswith(prefix) and name not in wanted:
+                raise _error(-32020, f"Header mismatch: {name} matches no annotated argument")
 
     async def _answer_legacy(
         self, conn: _Connection, request: Request, ctx: ToolContext, params: dict[str, Any]
@@ -955,7 +1151,7 @@ class FakeServer:
         if method in self.errors:
             raise _error(*self.errors[method])
         if method in self.results:
-            return dict(self.results[method])
+            return self._canned(method, params)
         match method:
             case "initialize":
                 return self._initialize(conn, params)

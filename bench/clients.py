@@ -22,7 +22,7 @@ the ``initialize`` handshake, 2025-06-18 for the raw clients, the newest handsha
 the others) or ``"modern"`` (the stateless 2026-07-28: trio-mcp with
 ``ServerConfig(protocol="modern")``, the official client with ``mode="auto"``, which finds
 2026-07-28 through ``server/discover`` (checked), the raw clients with ``modern=True``). The null
-servers speak both.
+servers speak 2026-07-28 only when the target is modern (``--modern``).
 
 trio-mcp's connection also has ``await conn.wait_tools_again()``: it returns once its supervisor
 has reconnected a server that died and registered its tools again (the other clients have no
@@ -112,14 +112,20 @@ class StdioTarget:
 def null_stdio_target(
     kind: Literal["node", "python"] = "node", *, era: Era = "legacy"
 ) -> StdioTarget:
-    """The null stdio server: Node.js (``null_server.js``) or the Python fallback; both speak
-    both eras, ``era`` says which one the clients use."""
+    """The null stdio server: Node.js (``null_server.js``) or the Python fallback, spoken to
+    in ``era``. For ``"modern"`` it is started with ``--modern`` (it then speaks both eras);
+    otherwise it speaks the handshake revisions only, as before 2026-07-28, so that trio-mcp's
+    default (``protocol: auto``, which probes with ``server/discover``) falls back to
+    ``initialize`` in the legacy rows as it always did."""
+    flags = ("--modern",) if era == "modern" else ()
     if kind == "node":
         node = shutil.which("node")
         if node is None:
             raise SystemExit("node is not on PATH: install Node.js, or run with --server python")
-        return StdioTarget(argv=(node, str(HERE / "null_server.js")), kind="node", era=era)
-    return StdioTarget(argv=(sys.executable, str(HERE / "null_server.py")), kind="python", era=era)
+        argv = (node, str(HERE / "null_server.js"), *flags)
+        return StdioTarget(argv=argv, kind="node", era=era)
+    argv = (sys.executable, str(HERE / "null_server.py"), *flags)
+    return StdioTarget(argv=argv, kind="python", era=era)
 
 
 FloodKind = Literal["message", "progress"]
@@ -170,7 +176,8 @@ Target = StdioTarget | HttpTarget
 @contextmanager
 def null_http_server(mode: HttpMode, *, era: Era = "legacy") -> Iterator[HttpTarget]:
     """Start ``null_http_server.js`` (Node.js) in ``mode`` on a free port of 127.0.0.1 and yield
-    its target (spoken to in ``era``); leaving stops it. Raises :class:`SystemExit` when
+    its target (spoken to in ``era``; ``"modern"`` starts it with ``--modern``, see
+    :func:`null_stdio_target`); leaving stops it. Raises :class:`SystemExit` when
     ``node`` is not on ``PATH`` and :class:`RuntimeError` when the server does not report its
     port."""
     node = shutil.which("node")
@@ -181,6 +188,7 @@ def null_http_server(mode: HttpMode, *, era: Era = "legacy") -> Iterator[HttpTar
             node,
             str(HERE / "null_http_server.js"),
             f"--mode={mode}",
+            *(("--modern",) if era == "modern" else ()),
             f"--tag={secrets.token_hex(8)}",
         ],
         stdin=subprocess.PIPE,
@@ -338,17 +346,18 @@ class TrioMcpConnection:
 async def _trio_mcp_ready(
     rt: Any, names: Sequence[str], timeout: float, era: Era = "legacy"
 ) -> None:
-    """Wait until the runtime's servers are ready and ``names`` are registered tools (and, for
-    ``era="modern"``, every server speaks 2026-07-28)."""
+    """Wait until the runtime's servers are ready and ``names`` are registered tools, and check
+    that every server is spoken to in ``era`` (2026-07-28 or not)."""
     await rt.wait_ready(timeout=timeout)
     tools = rt.tools()
     missing = [name for name in names if name not in tools]
     if missing:
         raise RuntimeError(f"trio-mcp did not register {missing}: {dict(rt.status())}")
-    if era == "modern":
-        spoken = {name: status.protocol_version for name, status in rt.status().items()}
-        if any(version != MODERN for version in spoken.values()):
-            raise RuntimeError(f"trio-mcp does not speak {MODERN} to every server: {spoken}")
+    spoken = {
+        name: getattr(status, "protocol_version", None) for name, status in rt.status().items()
+    }
+    if any((version == MODERN) != (era == "modern") for version in spoken.values()):
+        raise RuntimeError(f"trio-mcp was to speak {era} revisions, but speaks {spoken}")
 
 
 @asynccontextmanager

@@ -2,7 +2,7 @@
 // The null MCP server for the Streamable HTTP benchmarks: Node.js `http`, no dependencies,
 // every request answered at once, so that the client is the bottleneck.
 //
-//   node null_http_server.js --mode=json|sse [--tag=...]
+//   node null_http_server.js --mode=json|sse [--modern] [--tag=...]
 //
 // It listens on 127.0.0.1 on a free port (the kernel picks it) and prints that port on stdout,
 // one line, once it is listening; the endpoint is /mcp. POST /mcp answers:
@@ -15,7 +15,8 @@
 // GET /mcp is 405 (no server-initiated stream), DELETE /mcp is 200. Session ids are issued but
 // not checked. It exits when stdin ends (its parent went away) or on SIGTERM.
 //
-// It also speaks the stateless 2026-07-28 revision, as a dual server does: a request whose
+// With --modern it also speaks the stateless 2026-07-28 revision, as a dual server does (without
+// it, a server of the handshake revisions only: server/discover is -32601): a request whose
 // params._meta names a protocol version is a 2026-07-28 request. Its headers must mirror its
 // body (MCP-Protocol-Version the _meta version, Mcp-Method the method, Mcp-Name the tool's name
 // on tools/call), else 400 with -32020; then the version must be 2026-07-28 (else -32022 with
@@ -41,6 +42,7 @@ const TOOL = {
 const CALL_RESULT = { content: [{ type: "text", text: "ok" }], isError: false };
 const SERVER_INFO = { name: "bench-null-http", version: "1.0.0" };
 const SESSION = crypto.randomBytes(16).toString("hex");
+const MODERN_TOO = process.argv.includes("--modern");
 
 const MODERN = "2026-07-28";
 const META_VERSION = "io.modelcontextprotocol/protocolVersion";
@@ -168,7 +170,7 @@ const server = http.createServer((req, res) => {
       return reply(res, 202, "", { "content-length": "0" }); // a notification or a response
     }
     const meta = msg.params && msg.params._meta;
-    const modern = Boolean(meta && meta[META_VERSION] !== undefined);
+    const modern = Boolean(MODERN_TOO && meta && meta[META_VERSION] !== undefined);
     if (modern) {
       const mismatch = headerMismatch(req, msg, meta);
       if (mismatch !== null) {

@@ -8,12 +8,16 @@
 // arguments (the benchmark's --tag=...) are ignored. All the answers to one chunk of stdin go
 // out in one write. It exits when stdin ends.
 //
-// It also speaks the stateless 2026-07-28 revision, as a dual server does: it answers
-// server/discover, and a request whose params._meta names a protocol version is a 2026-07-28
-// request: the version must be 2026-07-28 (else -32022 with the versions supported) and the
+// With --modern it also speaks the stateless 2026-07-28 revision, as a dual server does: it
+// answers server/discover, and a request whose params._meta names a protocol version is a
+// 2026-07-28 request: the version must be 2026-07-28 (else -32022 with the versions supported) and the
 // envelope must hold the client's capabilities (else -32602); its result carries
-// resultType "complete". A request without that _meta key is answered as before, byte for byte.
+// resultType "complete". A request without that _meta key is answered as without --modern, byte
+// for byte. Without --modern it is a server of the handshake revisions only (server/discover is
+// -32601), so that a client probing for 2026-07-28 (trio-mcp's default) falls back to initialize.
 "use strict";
+
+const MODERN_TOO = process.argv.includes("--modern");
 
 const TOOL = {
   name: "echo",
@@ -74,7 +78,7 @@ function answerModern(msg, meta) {
 function answer(msg) {
   if (msg.id === undefined || typeof msg.method !== "string") return null;
   const meta = msg.params && msg.params._meta;
-  if (meta && meta[META_VERSION] !== undefined) return answerModern(msg, meta);
+  if (MODERN_TOO && meta && meta[META_VERSION] !== undefined) return answerModern(msg, meta);
   switch (msg.method) {
     case "tools/call":
       // {"hang": true} is never answered: the benchmark's calls pending when the server dies.

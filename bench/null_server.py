@@ -2,9 +2,10 @@
 
 Same answers as ``null_server.js``: initialize, tools/list (one tool ``echo``), tools/call at once
 (never, when the arguments hold ``"hang": true``), ping, -32601 for anything else; and, like it,
-the stateless 2026-07-28 revision beside them: ``server/discover``, and every request whose
-``params._meta`` names a protocol version answered in that revision (-32022 for another version
-than 2026-07-28, -32602 without the client's capabilities, ``resultType`` in every result). Standard
+with ``--modern``, the stateless 2026-07-28 revision beside them: ``server/discover``, and
+every request whose ``params._meta`` names a protocol version answered in that revision (-32022
+for another version than 2026-07-28, -32602 without the client's capabilities, ``resultType`` in
+every result). Standard
 library only; it reads what is available on stdin and writes all the answers to it at once. It is
 slower than the Node.js server (about 20 µs per message), so prefer that one.
 """
@@ -67,12 +68,14 @@ def answer_modern(
     return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
-def answer(msg: Any) -> dict[str, Any] | None:
+def answer(msg: Any, *, modern_too: bool = False) -> dict[str, Any] | None:
+    """The answer to one message (None: none, or not yet); ``modern_too``: 2026-07-28 too
+    (``--modern``)."""
     if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
         return None
     rid, method, params = msg["id"], msg["method"], msg.get("params") or {}
     meta = params.get("_meta")
-    if isinstance(meta, dict) and META_VERSION in meta:
+    if modern_too and isinstance(meta, dict) and META_VERSION in meta:
         return answer_modern(rid, method, params, meta)
     if method == "tools/call":
         if (params.get("arguments") or {}).get("hang"):
@@ -94,6 +97,7 @@ def answer(msg: Any) -> dict[str, Any] | None:
 
 
 def main() -> None:
+    modern_too = "--modern" in sys.argv[1:]
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     pending = b""
     while chunk := os.read(stdin, 65536):
@@ -101,7 +105,7 @@ def main() -> None:
         out = []
         for line in lines:
             if line.strip():
-                reply = answer(json.loads(line))
+                reply = answer(json.loads(line), modern_too=modern_too)
                 if reply is not None:
                     out.append(json.dumps(reply, separators=(",", ":")).encode() + b"\n")
         if out:

@@ -147,19 +147,33 @@ def test_the_null_server_answers_each_era_in_its_own_shape() -> None:
     call = {"name": "echo", "arguments": {"text": "hi"}}
     legacy = null_server.answer({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
     assert legacy == {"jsonrpc": "2.0", "id": 1, "result": null_server.CALL_RESULT}
-    modern = null_server.answer(
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**call, "_meta": envelope}}
-    )
+    request = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {**call, "_meta": envelope},
+    }
+    # without --modern: a server of the handshake revisions, which ignores the envelope
+    assert null_server.answer(request) == {**legacy, "id": 2}
+    modern = null_server.answer(request, modern_too=True)
     assert modern is not None
     assert modern["result"]["resultType"] == "complete"
-    found = null_server.answer(
-        {"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": envelope}}
-    )
+    discover = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "server/discover",
+        "params": {"_meta": envelope},
+    }
+    unknown = null_server.answer(discover)
+    assert unknown is not None
+    assert unknown["error"]["code"] == -32601
+    found = null_server.answer(discover, modern_too=True)
     assert found is not None
     assert found["result"]["supportedVersions"] == [MODERN]
     wrong = {**envelope, META_VERSION: "2099-01-01"}
     refused = null_server.answer(
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": wrong}}
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": wrong}},
+        modern_too=True,
     )
     assert refused is not None
     assert refused["error"]["code"] == -32022

@@ -17,6 +17,13 @@ yields a :class:`Connection` that is connected, initialized and has listed the s
   which raises whatever the client raises on a timeout;
 - ``conn.server_pid()`` is the server process's pid (found by the unique tag on its command line).
 
+A target's ``era`` says which revisions every client speaks to it: ``"legacy"`` (the default:
+the ``initialize`` handshake, 2025-06-18 for the raw clients, the newest handshake revision for
+the others) or ``"modern"`` (the stateless 2026-07-28: trio-mcp with
+``ServerConfig(protocol="modern")``, the official client with ``mode="auto"``, which finds
+2026-07-28 through ``server/discover`` (checked), the raw clients with ``modern=True``). The null
+servers speak 2026-07-28 only when the target is modern (``--modern``).
+
 trio-mcp's connection also has ``await conn.wait_tools_again()``: it returns once its supervisor
 has reconnected a server that died and registered its tools again (the other clients have no
 such thing: the restart scenario reconnects them the way a host has to).
@@ -47,15 +54,17 @@ from typing import Any, Final, Literal, Protocol
 import attrs
 import trio
 
-from .raw_client import RawStdioClient, open_raw_stdio_client
+from .raw_client import MODERN, RawStdioClient, open_raw_stdio_client
 from .raw_http_client import RawHttpClient, open_raw_http_client
 from .raw_single_client import RawSingleStdioClient, open_raw_single_stdio_client
 
 __all__ = [
     "CLIENTS",
     "GIVE_UP_AFTER",
+    "MODERN",
     "ClientName",
     "Connection",
+    "Era",
     "FloodKind",
     "HttpMode",
     "HttpTarget",
@@ -82,27 +91,41 @@ HANG_ARGUMENTS: Final[dict[str, Any]] = {"text": "hi", "hang": True}
 #: How long a death or restart measurement waits before it calls the client hung (seconds).
 GIVE_UP_AFTER: Final = 5.0
 
+#: Which revisions the clients speak to a target (see the module's docstring).
+Era = Literal["legacy", "modern"]
+
 
 @attrs.frozen(kw_only=True)
 class StdioTarget:
     """A null server started as a subprocess: ``argv`` plus a unique ``--tag=`` per start, so
-    the benchmark can find the server's pid whichever client started it."""
+    the benchmark can find the server's pid whichever client started it; ``era``: the
+    revisions the clients speak to it."""
 
     argv: tuple[str, ...]
     kind: str
+    era: Era = "legacy"
 
     def tagged(self) -> tuple[str, ...]:
         return (*self.argv, f"--tag={secrets.token_hex(8)}")
 
 
-def null_stdio_target(kind: Literal["node", "python"] = "node") -> StdioTarget:
-    """The null stdio server: Node.js (``null_server.js``) or the Python fallback."""
+def null_stdio_target(
+    kind: Literal["node", "python"] = "node", *, era: Era = "legacy"
+) -> StdioTarget:
+    """The null stdio server: Node.js (``null_server.js``) or the Python fallback, spoken to
+    in ``era``. For ``"modern"`` it is started with ``--modern`` (it then speaks both eras);
+    otherwise it speaks the handshake revisions only, as before 2026-07-28, so that trio-mcp's
+    default (``protocol: auto``, which probes with ``server/discover``) falls back to
+    ``initialize`` in the legacy rows as it always did."""
+    flags = ("--modern",) if era == "modern" else ()
     if kind == "node":
         node = shutil.which("node")
         if node is None:
             raise SystemExit("node is not on PATH: install Node.js, or run with --server python")
-        return StdioTarget(argv=(node, str(HERE / "null_server.js")), kind="node")
-    return StdioTarget(argv=(sys.executable, str(HERE / "null_server.py")), kind="python")
+        argv = (node, str(HERE / "null_server.js"), *flags)
+        return StdioTarget(argv=argv, kind="node", era=era)
+    argv = (sys.executable, str(HERE / "null_server.py"), *flags)
+    return StdioTarget(argv=argv, kind="python", era=era)
 
 
 FloodKind = Literal["message", "progress"]
@@ -138,21 +161,25 @@ HttpMode = Literal["json", "sse"]
 @attrs.frozen(kw_only=True)
 class HttpTarget:
     """A running null Streamable HTTP server: its MCP endpoint ``url`` (on 127.0.0.1), whether
-    it answers with JSON bodies or SSE streams (``mode``), and its process id."""
+    it answers with JSON bodies or SSE streams (``mode``), its process id, and the revisions
+    the clients speak to it (``era``)."""
 
     url: str
     mode: HttpMode
     pid: int
+    era: Era = "legacy"
 
 
 Target = StdioTarget | HttpTarget
 
 
 @contextmanager
-def null_http_server(mode: HttpMode) -> Iterator[HttpTarget]:
+def null_http_server(mode: HttpMode, *, era: Era = "legacy") -> Iterator[HttpTarget]:
     """Start ``null_http_server.js`` (Node.js) in ``mode`` on a free port of 127.0.0.1 and yield
-    its target; leaving stops it. Raises :class:`SystemExit` when ``node`` is not on ``PATH``
-    and :class:`RuntimeError` when the server does not report its port."""
+    its target (spoken to in ``era``; ``"modern"`` starts it with ``--modern``, see
+    :func:`null_stdio_target`); leaving stops it. Raises :class:`SystemExit` when
+    ``node`` is not on ``PATH`` and :class:`RuntimeError` when the server does not report its
+    port."""
     node = shutil.which("node")
     if node is None:
         raise SystemExit("node is not on PATH: the Streamable HTTP rows need Node.js")
@@ -161,6 +188,7 @@ def null_http_server(mode: HttpMode) -> Iterator[HttpTarget]:
             node,
             str(HERE / "null_http_server.js"),
             f"--mode={mode}",
+            *(("--modern",) if era == "modern" else ()),
             f"--tag={secrets.token_hex(8)}",
         ],
         stdin=subprocess.PIPE,
@@ -176,7 +204,9 @@ def null_http_server(mode: HttpMode) -> Iterator[HttpTarget]:
             raise RuntimeError(
                 f"the null HTTP server did not report its port: {line!r} {err.decode()[-500:]!r}"
             )
-        yield HttpTarget(url=f"http://127.0.0.1:{int(line)}/mcp", mode=mode, pid=process.pid)
+        yield HttpTarget(
+            url=f"http://127.0.0.1:{int(line)}/mcp", mode=mode, pid=process.pid, era=era
+        )
     finally:
         if process.poll() is None:
             process.terminate()
@@ -234,12 +264,15 @@ def _trio_mcp_config(
     url: str | None = None,
     restart_at_once: bool = False,
     names: Sequence[str] | None = None,
+    era: Era = "legacy",
 ) -> Any:
     from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig
 
+    # ``protocol`` only when modern: trees from before it (bench.compare) still run the rest.
+    options: dict[str, Any] = {"protocol": "modern"} if era == "modern" else {}
     servers: tuple[Any, ...]
     if url is not None:
-        servers = (ServerConfig(name="null0", url=url, connect_timeout=30, timeout=30),)
+        servers = (ServerConfig(name="null0", url=url, connect_timeout=30, timeout=30, **options),)
     else:
         servers = tuple(
             ServerConfig(
@@ -248,6 +281,7 @@ def _trio_mcp_config(
                 args=argv[1:],
                 connect_timeout=30,
                 timeout=30,
+                **options,
             )
             for index, argv in enumerate(argvs)
         )
@@ -309,13 +343,21 @@ class TrioMcpConnection:
             await changed()
 
 
-async def _trio_mcp_ready(rt: Any, names: Sequence[str], timeout: float) -> None:
-    """Wait until the runtime's servers are ready and ``names`` are registered tools."""
+async def _trio_mcp_ready(
+    rt: Any, names: Sequence[str], timeout: float, era: Era = "legacy"
+) -> None:
+    """Wait until the runtime's servers are ready and ``names`` are registered tools, and check
+    that every server is spoken to in ``era`` (2026-07-28 or not)."""
     await rt.wait_ready(timeout=timeout)
     tools = rt.tools()
     missing = [name for name in names if name not in tools]
     if missing:
         raise RuntimeError(f"trio-mcp did not register {missing}: {dict(rt.status())}")
+    spoken = {
+        name: getattr(status, "protocol_version", None) for name, status in rt.status().items()
+    }
+    if any((version == MODERN) != (era == "modern") for version in spoken.values()):
+        raise RuntimeError(f"trio-mcp was to speak {era} revisions, but speaks {spoken}")
 
 
 @asynccontextmanager
@@ -326,9 +368,9 @@ async def _open_trio_mcp(
 
     argv, locate = _locate(target)
     url = target.url if isinstance(target, HttpTarget) else None
-    config = _trio_mcp_config([argv], url=url, restart_at_once=restart_at_once)
+    config = _trio_mcp_config([argv], url=url, restart_at_once=restart_at_once, era=target.era)
     async with open_runtime(config) as rt:
-        await _trio_mcp_ready(rt, [f"mcp_null0_{TOOL}"], 30)
+        await _trio_mcp_ready(rt, [f"mcp_null0_{TOOL}"], 30, target.era)
         yield TrioMcpConnection(rt, locate)
 
 
@@ -367,7 +409,11 @@ async def _open_official(target: Target) -> AsyncIterator[OfficialConnection]:
         server = target.url
     else:
         server = StdioServerParameters(command=argv[0], args=list(argv[1:]))
-    async with Client(server, mode="legacy") as client:
+    # 2026-07-28: "auto" probes with server/discover, which the null servers answer.
+    async with Client(server, mode="auto" if target.era == "modern" else "legacy") as client:
+        if target.era == "modern" and client.protocol_version != MODERN:
+            spoken = client.protocol_version
+            raise RuntimeError(f"the official client speaks {spoken}, not {MODERN}")
         tools = await client.list_tools()
         if [tool.name for tool in tools.tools] != [TOOL]:
             raise RuntimeError(f"unexpected tools: {tools}")
@@ -413,14 +459,15 @@ class RawConnection:
 @asynccontextmanager
 async def _open_raw(target: Target) -> AsyncIterator[RawConnection]:
     argv, locate = _locate(target)
+    modern = target.era == "modern"
     if isinstance(target, HttpTarget):
-        async with open_raw_http_client(target.url) as http_client:
+        async with open_raw_http_client(target.url, modern=modern) as http_client:
             tools = await http_client.initialize()
             if [tool["name"] for tool in tools] != [TOOL]:
                 raise RuntimeError(f"unexpected tools: {tools}")
             yield RawConnection(http_client, locate)
         return
-    async with open_raw_stdio_client(argv) as client:
+    async with open_raw_stdio_client(argv, modern=modern) as client:
         tools = await client.initialize()
         if [tool["name"] for tool in tools] != [TOOL]:
             raise RuntimeError(f"unexpected tools: {tools}")
@@ -432,7 +479,7 @@ async def _open_raw_single(target: Target) -> AsyncIterator[RawConnection]:
     if isinstance(target, HttpTarget):
         raise ValueError("raw-single is a stdio client; it has no HTTP variant")
     argv, locate = _locate(target)
-    async with open_raw_single_stdio_client(argv) as client:
+    async with open_raw_single_stdio_client(argv, modern=target.era == "modern") as client:
         tools = await client.initialize()
         if [tool["name"] for tool in tools] != [TOOL]:
             raise RuntimeError(f"unexpected tools: {tools}")
@@ -486,7 +533,7 @@ async def open_fleet(client: ClientName, target: StdioTarget, count: int) -> Asy
     if client == "trio-mcp":
         from trio_mcp.actors import open_runtime
 
-        config = _trio_mcp_config([target.tagged() for _ in range(count)])
+        config = _trio_mcp_config([target.tagged() for _ in range(count)], era=target.era)
         async with open_runtime(config) as rt:
             await rt.wait_ready(timeout=60)
             tools = len(rt.tools())

@@ -51,7 +51,7 @@ import attrs
 from .clients import CLIENTS
 from .run import ROOT, ROWS, machine_description, run_worker
 from .scenarios import Plan
-from .worker import SCENARIOS, supports
+from .worker import SCENARIOS, select, supports
 
 __all__ = ["Tree", "lay_out", "main", "prepare"]
 
@@ -306,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         default="sequential_one_cpu,in_flight_32",
-        help=f"comma-separated scenarios (default: %(default)s): {', '.join(SCENARIOS)}",
+        help="comma-separated scenarios or shell patterns (default: %(default)s): "
+        f"{', '.join(SCENARIOS)}",
     )
     parser.add_argument(
         "--clients", default="trio-mcp", help="clients measured per tree (default: %(default)s)"
@@ -330,8 +331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     if len(args.trees) < 2:
         parser.error("give two trees or more")
-    scenarios = [s for s in args.only.split(",") if s]
-    unknown = [s for s in scenarios if s not in SCENARIOS]
+    scenarios, unknown = select(args.only)
     if unknown:
         parser.error(
             f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}"

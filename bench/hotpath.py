@@ -4,9 +4,12 @@
                             [--client trio-mcp|official|raw|raw-single]
                             [--sort tottime|cumulative] [--top 30] [--out FILE.prof]
                             [--cpu-timer] [--no-profile] [--steps] [--server node|python]
+                            [--era legacy|modern]
 
 Connects, warms up, then makes ``--calls`` ``tools/call`` requests (``--width`` in flight at once)
-under :mod:`cProfile` and prints the top functions. ``--no-profile`` runs the same load without
+under :mod:`cProfile` and prints the top functions. ``--era modern``: the client speaks the
+stateless 2026-07-28 revision (the ``_meta`` envelope in every request) instead of the
+handshake ones. ``--no-profile`` runs the same load without
 cProfile, for a sampling profiler started around it::
 
     py-spy record --format speedscope -o hot.json -- python -m bench.hotpath --no-profile
@@ -27,7 +30,7 @@ import time
 
 import trio
 
-from .clients import CLIENTS, ClientName, null_stdio_target, open_connection
+from .clients import CLIENTS, ClientName, Era, null_stdio_target, open_connection
 from .scenarios import StepCounter, _run_in_flight
 
 __all__ = ["main"]
@@ -40,8 +43,9 @@ async def _load(
     server: str,
     profiler: cProfile.Profile | None,
     steps: StepCounter | None = None,
+    era: Era = "legacy",
 ) -> None:
-    target = null_stdio_target("python" if server == "python" else "node")
+    target = null_stdio_target("python" if server == "python" else "node", era=era)
     async with open_connection(client, target) as conn:
         await _run_in_flight(conn, width, 500)
         if profiler is not None:
@@ -58,8 +62,8 @@ async def _load(
             profiler.disable()
         wall = time.perf_counter() - started
     print(
-        f"{client}, {width} in flight: {calls} calls in {wall:.2f} s = {calls / elapsed:,.0f} "
-        f"calls/s{' (under cProfile)' if profiler is not None else ''}"
+        f"{client} ({era}), {width} in flight: {calls} calls in {wall:.2f} s = "
+        f"{calls / elapsed:,.0f} calls/s{' (under cProfile)' if profiler is not None else ''}"
     )
 
 
@@ -69,6 +73,12 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1, help="calls in flight at once")
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--server", choices=("node", "python"), default="node")
+    parser.add_argument(
+        "--era",
+        choices=("legacy", "modern"),
+        default="legacy",
+        help="the handshake revisions, or the stateless 2026-07-28 (default: %(default)s)",
+    )
     parser.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", help="also write the raw profile here (pstats format)")
@@ -85,7 +95,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps:
         counter = StepCounter()
-        trio.run(_load, args.client, args.width, args.calls, args.server, None, counter)
+        trio.run(_load, args.client, args.width, args.calls, args.server, None, counter, args.era)
         total = sum(counter.steps.values())
         print(f"task steps per call: {total / args.calls:.2f}")
         for name, count in counter.steps.most_common():
@@ -97,7 +107,7 @@ def main() -> None:
         profiler = cProfile.Profile(time.thread_time)
     else:
         profiler = cProfile.Profile()
-    trio.run(_load, args.client, args.width, args.calls, args.server, profiler)
+    trio.run(_load, args.client, args.width, args.calls, args.server, profiler, None, args.era)
     if profiler is None:
         return
     if args.out:

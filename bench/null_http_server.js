@@ -2,7 +2,7 @@
 // The null MCP server for the Streamable HTTP benchmarks: Node.js `http`, no dependencies,
 // every request answered at once, so that the client is the bottleneck.
 //
-//   node null_http_server.js --mode=json|sse [--tag=...]
+//   node null_http_server.js --mode=json|sse [--modern] [--tag=...]
 //
 // It listens on 127.0.0.1 on a free port (the kernel picks it) and prints that port on stdout,
 // one line, once it is listening; the endpoint is /mcp. POST /mcp answers:
@@ -14,6 +14,15 @@
 // text/event-stream with one "event: message" (chunked), after which the stream ends.
 // GET /mcp is 405 (no server-initiated stream), DELETE /mcp is 200. Session ids are issued but
 // not checked. It exits when stdin ends (its parent went away) or on SIGTERM.
+//
+// With --modern it also speaks the stateless 2026-07-28 revision, as a dual server does (without
+// it, a server of the handshake revisions only: server/discover is -32601): a request whose
+// params._meta names a protocol version is a 2026-07-28 request. Its headers must mirror its
+// body (MCP-Protocol-Version the _meta version, Mcp-Method the method, Mcp-Name the tool's name
+// on tools/call), else 400 with -32020; then the version must be 2026-07-28 (else -32022 with
+// the versions supported) and the envelope must hold the client's capabilities (else -32602).
+// It answers server/discover, tools/list and tools/call, with resultType "complete" in every
+// result and no Mcp-Session-Id (there is no session).
 "use strict";
 
 const http = require("http");
@@ -33,6 +42,78 @@ const TOOL = {
 const CALL_RESULT = { content: [{ type: "text", text: "ok" }], isError: false };
 const SERVER_INFO = { name: "bench-null-http", version: "1.0.0" };
 const SESSION = crypto.randomBytes(16).toString("hex");
+const MODERN_TOO = process.argv.includes("--modern");
+
+const MODERN = "2026-07-28";
+const META_VERSION = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
+const MODERN_CALL_RESULT = { ...CALL_RESULT, resultType: "complete" };
+const MODERN_LIST_RESULT = {
+  tools: [TOOL],
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+};
+const DISCOVER_RESULT = {
+  supportedVersions: [MODERN],
+  capabilities: { tools: { listChanged: false } },
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+  _meta: { "io.modelcontextprotocol/serverInfo": SERVER_INFO },
+};
+
+// A header value as 2026-07-28 encodes it: plain, or =?base64?...?= for what plain text cannot
+// carry.
+function headerValue(value) {
+  if (typeof value === "string" && value.startsWith("=?base64?") && value.endsWith("?=")) {
+    return Buffer.from(value.slice(9, -2), "base64").toString("utf8");
+  }
+  return value;
+}
+
+// Why the headers of a 2026-07-28 request do not mirror its body, or null when they do.
+function headerMismatch(req, msg, meta) {
+  const version = req.headers["mcp-protocol-version"];
+  if (version !== meta[META_VERSION]) {
+    return "MCP-Protocol-Version " + version + " is not the _meta version " + meta[META_VERSION];
+  }
+  if (req.headers["mcp-method"] !== msg.method) {
+    return "Mcp-Method " + req.headers["mcp-method"] + " is not the method " + msg.method;
+  }
+  if (msg.method === "tools/call" && headerValue(req.headers["mcp-name"]) !== msg.params.name) {
+    return "Mcp-Name " + req.headers["mcp-name"] + " is not the tool " + msg.params.name;
+  }
+  return null;
+}
+
+// A 2026-07-28 request whose headers match: the answer, or null for a "hang" call.
+function answerModern(msg, meta) {
+  if (meta[META_VERSION] !== MODERN) {
+    const data = { supported: [MODERN], requested: String(meta[META_VERSION]) };
+    const error = { code: -32022, message: "Unsupported protocol version", data };
+    return { jsonrpc: "2.0", id: msg.id, error };
+  }
+  if (typeof meta[META_CAPABILITIES] !== "object" || meta[META_CAPABILITIES] === null) {
+    const error = { code: -32602, message: "Invalid params: _meta has no clientCapabilities" };
+    return { jsonrpc: "2.0", id: msg.id, error };
+  }
+  switch (msg.method) {
+    case "tools/call":
+      if (msg.params.arguments && msg.params.arguments.hang) return null;
+      return { jsonrpc: "2.0", id: msg.id, result: MODERN_CALL_RESULT };
+    case "server/discover":
+      return { jsonrpc: "2.0", id: msg.id, result: DISCOVER_RESULT };
+    case "tools/list":
+      return { jsonrpc: "2.0", id: msg.id, result: MODERN_LIST_RESULT };
+    default:
+      return {
+        jsonrpc: "2.0",
+        id: msg.id,
+        error: { code: -32601, message: "Method not found: " + msg.method },
+      };
+  }
+}
 
 function answer(msg) {
   switch (msg.method) {
@@ -88,9 +169,19 @@ const server = http.createServer((req, res) => {
     if (msg === null || typeof msg !== "object" || msg.id === undefined || !msg.method) {
       return reply(res, 202, "", { "content-length": "0" }); // a notification or a response
     }
-    const out = answer(msg);
+    const meta = msg.params && msg.params._meta;
+    const modern = Boolean(MODERN_TOO && meta && meta[META_VERSION] !== undefined);
+    if (modern) {
+      const mismatch = headerMismatch(req, msg, meta);
+      if (mismatch !== null) {
+        const error = { code: -32020, message: "Header mismatch: " + mismatch };
+        const body = JSON.stringify({ jsonrpc: "2.0", id: msg.id, error });
+        return reply(res, 400, body, { "content-type": "application/json" });
+      }
+    }
+    const out = modern ? answerModern(msg, meta) : answer(msg);
     if (out === null) return; // never answered: the stream stays open until the server dies
-    const headers = { "mcp-session-id": SESSION };
+    const headers = modern ? {} : { "mcp-session-id": SESSION };
     const text = JSON.stringify(out);
     if (mode === "json") {
       headers["content-type"] = "application/json";

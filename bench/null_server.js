@@ -7,7 +7,17 @@
 // ping, and -32601 to anything else; notifications are read and ignored. Extra command-line
 // arguments (the benchmark's --tag=...) are ignored. All the answers to one chunk of stdin go
 // out in one write. It exits when stdin ends.
+//
+// With --modern it also speaks the stateless 2026-07-28 revision, as a dual server does: it
+// answers server/discover, and a request whose params._meta names a protocol version is a
+// 2026-07-28 request: the version must be 2026-07-28 (else -32022 with the versions supported) and the
+// envelope must hold the client's capabilities (else -32602); its result carries
+// resultType "complete". A request without that _meta key is answered as without --modern, byte
+// for byte. Without --modern it is a server of the handshake revisions only (server/discover is
+// -32601), so that a client probing for 2026-07-28 (trio-mcp's default) falls back to initialize.
 "use strict";
+
+const MODERN_TOO = process.argv.includes("--modern");
 
 const TOOL = {
   name: "echo",
@@ -17,8 +27,58 @@ const TOOL = {
 const CALL_RESULT = { content: [{ type: "text", text: "ok" }], isError: false };
 const SERVER_INFO = { name: "bench-null", version: "1.0.0" };
 
+const MODERN = "2026-07-28";
+const META_VERSION = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
+const MODERN_CALL_RESULT = { ...CALL_RESULT, resultType: "complete" };
+const MODERN_LIST_RESULT = {
+  tools: [TOOL],
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+};
+const DISCOVER_RESULT = {
+  supportedVersions: [MODERN],
+  capabilities: { tools: { listChanged: false } },
+  resultType: "complete",
+  ttlMs: 0,
+  cacheScope: "private",
+  _meta: { "io.modelcontextprotocol/serverInfo": SERVER_INFO },
+};
+
+// A 2026-07-28 request (its _meta names a protocol version): the answer, or null for a
+// "hang" call.
+function answerModern(msg, meta) {
+  if (meta[META_VERSION] !== MODERN) {
+    const data = { supported: [MODERN], requested: String(meta[META_VERSION]) };
+    const error = { code: -32022, message: "Unsupported protocol version", data };
+    return { jsonrpc: "2.0", id: msg.id, error };
+  }
+  if (typeof meta[META_CAPABILITIES] !== "object" || meta[META_CAPABILITIES] === null) {
+    const error = { code: -32602, message: "Invalid params: _meta has no clientCapabilities" };
+    return { jsonrpc: "2.0", id: msg.id, error };
+  }
+  switch (msg.method) {
+    case "tools/call":
+      if (msg.params.arguments && msg.params.arguments.hang) return null;
+      return { jsonrpc: "2.0", id: msg.id, result: MODERN_CALL_RESULT };
+    case "server/discover":
+      return { jsonrpc: "2.0", id: msg.id, result: DISCOVER_RESULT };
+    case "tools/list":
+      return { jsonrpc: "2.0", id: msg.id, result: MODERN_LIST_RESULT };
+    default:
+      return {
+        jsonrpc: "2.0",
+        id: msg.id,
+        error: { code: -32601, message: "Method not found: " + msg.method },
+      };
+  }
+}
+
 function answer(msg) {
   if (msg.id === undefined || typeof msg.method !== "string") return null;
+  const meta = msg.params && msg.params._meta;
+  if (MODERN_TOO && meta && meta[META_VERSION] !== undefined) return answerModern(msg, meta);
   switch (msg.method) {
     case "tools/call":
       // {"hang": true} is never answered: the benchmark's calls pending when the server dies.

@@ -4,6 +4,11 @@ It does what any correct multiplexing client must do and nothing more: one reade
 stdout into lines and resolves waiters by id, one lock around writes (trio streams refuse
 concurrent sends), ``json`` from the standard library, no validation, no schema, no supervision.
 When stdout ends every pending call fails at once with :class:`RawClientClosed`.
+
+With ``modern=True`` it speaks the stateless 2026-07-28 revision instead of the handshake ones:
+no ``initialize``; ``server/discover`` and every later request carry the request envelope
+(:func:`modern_envelope`: the version, the client's capabilities, ``clientInfo``) in their
+``_meta``, one dict built once per connection, as a client that speaks that revision must.
 """
 
 from __future__ import annotations
@@ -18,9 +23,28 @@ from typing import Any
 
 import trio
 
-__all__ = ["RawClientClosed", "RawStdioClient", "open_raw_stdio_client"]
+__all__ = [
+    "MODERN",
+    "RawClientClosed",
+    "RawStdioClient",
+    "modern_envelope",
+    "open_raw_stdio_client",
+]
 
 _ENV_ALLOWLIST = ("HOME", "LANG", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+#: The stateless revision the ``modern`` raw clients speak.
+MODERN = "2026-07-28"
+
+
+def modern_envelope(client_name: str) -> dict[str, Any]:
+    """The ``_meta`` envelope of a 2026-07-28 request: the revision, the client's capabilities
+    (none: the bench answers no server requests) and its ``clientInfo``; the same keys
+    trio-mcp's session and the official SDK put there."""
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": client_name, "version": "0"},
+    }
 
 
 class RawClientClosed(Exception):
@@ -29,10 +53,13 @@ class RawClientClosed(Exception):
 
 class _RawMethods(ABC):
     """The handshake and ``tools/call`` of both raw clients, over their own ``request`` and
-    ``notify``."""
+    ``notify``; in 2026-07-28 (``envelope`` set) no handshake, and the envelope in every
+    request's ``_meta``."""
 
-    #: The ``clientInfo`` name the handshake sends.
+    #: The ``clientInfo`` name the handshake (or the envelope) sends.
     client_name = "raw-bench"
+    #: The 2026-07-28 envelope, built once; None: the handshake revisions.
+    envelope: dict[str, Any] | None = None
 
     @abstractmethod
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -43,7 +70,15 @@ class _RawMethods(ABC):
         """Send one notification."""
 
     async def initialize(self) -> list[dict[str, Any]]:
-        """The handshake, then ``tools/list``; returns the tools."""
+        """The handshake, then ``tools/list``; returns the tools. In 2026-07-28:
+        ``server/discover`` (which must offer that revision), then ``tools/list``."""
+        if self.envelope is not None:
+            found = await self.request("server/discover", {"_meta": self.envelope})
+            if MODERN not in found.get("supportedVersions", ()):
+                raise RuntimeError(f"the server does not speak {MODERN}: {found}")
+            listing = await self.request("tools/list", {"_meta": self.envelope})
+            modern_tools: list[dict[str, Any]] = listing["tools"]
+            return modern_tools
         await self.request(
             "initialize",
             {
@@ -59,6 +94,10 @@ class _RawMethods(ABC):
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """``tools/call``; the raw result."""
+        if self.envelope is not None:
+            return await self.request(
+                "tools/call", {"name": name, "arguments": arguments, "_meta": self.envelope}
+            )
         return await self.request("tools/call", {"name": name, "arguments": arguments})
 
 
@@ -77,8 +116,10 @@ class RawStdioClient(_RawMethods):
     the server's error object when it answers with a JSON-RPC error.
     """
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: trio.Process, *, modern: bool = False) -> None:
         assert process.stdin is not None
+        if modern:
+            self.envelope = modern_envelope(self.client_name)
         self.process = process
         self._stdin = process.stdin
         self._lock = trio.Lock()
@@ -148,9 +189,11 @@ class RawStdioClient(_RawMethods):
 
 
 @asynccontextmanager
-async def open_raw_stdio_client(argv: Sequence[str]) -> AsyncIterator[RawStdioClient]:
-    """Start ``argv`` and yield a connected (not yet initialized) client. Leaving closes the
-    server's stdin, waits up to 2 s for it to exit, then kills it.
+async def open_raw_stdio_client(
+    argv: Sequence[str], *, modern: bool = False
+) -> AsyncIterator[RawStdioClient]:
+    """Start ``argv`` and yield a connected (not yet initialized) client; ``modern``: it speaks
+    2026-07-28. Leaving closes the server's stdin, waits up to 2 s for it to exit, then kills it.
 
     The server gets a small environment, as the other two clients give theirs (the host's
     whole environment can slow a server's start: ``NODE_EXTRA_CA_CERTS`` costs Node.js 40 ms)."""
@@ -161,7 +204,7 @@ async def open_raw_stdio_client(argv: Sequence[str]) -> AsyncIterator[RawStdioCl
         stderr=subprocess.DEVNULL,
         env={name: os.environ[name] for name in _ENV_ALLOWLIST if name in os.environ},
     )
-    client = RawStdioClient(process)
+    client = RawStdioClient(process, modern=modern)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(client.reader)
         try:

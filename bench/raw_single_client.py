@@ -7,6 +7,7 @@ the pipes with ``os.write`` / ``os.read`` on their non-blocking descriptors and 
 only when a pipe is full or empty, so a call costs one scheduler pass: the caller's, woken when
 the answer is readable. Messages that are not the answer (notifications) are skipped. When
 stdout ends the pending call fails with :class:`~bench.raw_client.RawClientClosed`.
+``modern=True``: it speaks 2026-07-28, as :mod:`bench.raw_client` does.
 
 Compare :mod:`bench.raw_client`, the multiplexing floor (a reader task and an event per call).
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 import trio
 
-from .raw_client import _ENV_ALLOWLIST, RawClientClosed, _RawMethods
+from .raw_client import _ENV_ALLOWLIST, RawClientClosed, _RawMethods, modern_envelope
 
 __all__ = ["RawSingleStdioClient", "open_raw_single_stdio_client"]
 
@@ -35,7 +36,9 @@ class RawSingleStdioClient(_RawMethods):
 
     client_name = "raw-single-bench"
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: trio.Process, *, modern: bool = False) -> None:
+        if modern:
+            self.envelope = modern_envelope(self.client_name)
         # On Unix trio's process pipes are FdStreams: non-blocking descriptors.
         assert isinstance(process.stdin, trio.lowlevel.FdStream)
         assert isinstance(process.stdout, trio.lowlevel.FdStream)
@@ -105,10 +108,11 @@ class RawSingleStdioClient(_RawMethods):
 
 @asynccontextmanager
 async def open_raw_single_stdio_client(
-    argv: Sequence[str],
+    argv: Sequence[str], *, modern: bool = False
 ) -> AsyncIterator[RawSingleStdioClient]:
-    """Start ``argv`` and yield a connected (not yet initialized) client. Leaving closes the
-    server's stdin, waits up to 2 s for it to exit, then kills it."""
+    """Start ``argv`` and yield a connected (not yet initialized) client; ``modern``: it speaks
+    2026-07-28. Leaving closes the server's stdin, waits up to 2 s for it to exit, then kills
+    it."""
     process = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.PIPE,
@@ -117,7 +121,7 @@ async def open_raw_single_stdio_client(
         env={name: os.environ[name] for name in _ENV_ALLOWLIST if name in os.environ},
     )
     try:
-        yield RawSingleStdioClient(process)
+        yield RawSingleStdioClient(process, modern=modern)
     finally:
         with trio.CancelScope(shield=True):
             assert process.stdin is not None

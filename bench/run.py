@@ -1,6 +1,6 @@
 """``python -m bench``: run every measurement for every client and print one table.
 
-    python -m bench [--quick] [--only NAME,...] [--clients trio-mcp,official,raw,raw-single]
+    python -m bench [--quick] [--only NAME|PATTERN,...] [--clients trio-mcp,official,raw,raw-single]
                     [--server node|python] [--json FILE] [--markdown]
 
 Each (scenario, client) pair runs in a fresh interpreter (:mod:`bench.worker`); the clients of
@@ -28,7 +28,7 @@ import attrs
 from .clients import CLIENTS
 from .scenarios import Plan
 from .stats import Better, Cell, Row, format_table
-from .worker import SCENARIOS, supports
+from .worker import MODERN_PREFIX, MODERN_SCENARIOS, SCENARIOS, select, supports
 
 __all__ = ["ROWS", "machine_description", "main", "run_worker"]
 
@@ -60,7 +60,7 @@ _THROUGHPUT: Final[tuple[tuple[str, str, str, Better], ...]] = (
     ("cpu", " client CPU/call", "µs", "lower"),
 )
 
-ROWS: Final[tuple[RowSpec, ...]] = (
+_LEGACY_ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("sequential", "rate", "stdio", "sequential tools/call", "calls/s", "higher"),
     RowSpec("sequential", "p50", "stdio", "sequential p50", "ms", "lower"),
     RowSpec("sequential", "p99", "stdio", "sequential p99", "ms", "lower"),
@@ -158,6 +158,38 @@ ROWS: Final[tuple[RowSpec, ...]] = (
     RowSpec("registry", "snapshot_cached", "registry", "snapshot, unchanged", "ms", "lower"),
     RowSpec("import", "import", "import", "import time", "ms", "lower"),
 )
+
+#: The last legacy scenario of a block, after which the block's 2026-07-28 rows come.
+_MODERN_AFTER: Final = {"steps_in_flight_32": "stdio", "http_sse_in_flight_32": "HTTP JSON"}
+#: What a 2026-07-28 row's section adds to its legacy one's.
+MODERN_SECTION: Final = " (2026-07-28)"
+
+
+def _with_modern_rows(rows: Sequence[RowSpec]) -> tuple[RowSpec, ...]:
+    """``rows`` with the rows of the ``modern_`` scenarios: each legacy row of a scenario in
+    :data:`MODERN_SCENARIOS` again, for ``modern_`` + its scenario, in the section
+    ``"<section> (2026-07-28)"``; a section's modern rows follow the block of legacy rows
+    :data:`_MODERN_AFTER` names."""
+    out: list[RowSpec] = []
+    for index, spec in enumerate(rows):
+        out.append(spec)
+        block_ends = index + 1 == len(rows) or rows[index + 1].scenario != spec.scenario
+        section = _MODERN_AFTER.get(spec.scenario)
+        if section is None or not block_ends:
+            continue
+        out.extend(
+            attrs.evolve(
+                legacy,
+                scenario=MODERN_PREFIX + legacy.scenario,
+                section=legacy.section + MODERN_SECTION,
+            )
+            for legacy in rows
+            if legacy.section == section and legacy.scenario in MODERN_SCENARIOS
+        )
+    return tuple(out)
+
+
+ROWS: Final[tuple[RowSpec, ...]] = _with_modern_rows(_LEGACY_ROWS)
 
 
 def machine_description() -> dict[str, Any]:
@@ -302,7 +334,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     parser.add_argument(
-        "--only", help=f"comma-separated scenarios (default: all): {', '.join(SCENARIOS)}"
+        "--only",
+        help="comma-separated scenarios or shell patterns ('modern_*': the 2026-07-28 rows) "
+        f"(default: all): {', '.join(SCENARIOS)}",
     )
     parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated clients")
     parser.add_argument("--server", choices=("node", "python"), default="node")
@@ -310,8 +344,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
 
-    scenarios = args.only.split(",") if args.only else list(SCENARIOS)
-    unknown = [s for s in scenarios if s not in SCENARIOS]
+    scenarios, unknown = select(args.only) if args.only else (list(SCENARIOS), [])
     if unknown:
         parser.error(
             f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}"

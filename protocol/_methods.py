@@ -309,28 +309,32 @@ def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
     """Decode the common ``tools/call`` result without the converter, or return ``None``.
 
     Accepted, and nothing else: a ``dict`` whose keys are ``content`` and optionally
-    ``isError``; ``content`` a ``list`` of ``dict`` blocks with exactly the keys ``type`` and
-    ``text``, ``type`` the string ``"text"`` and ``text`` a ``str`` (not a subclass); ``isError``
-    ``True`` or ``False``. The answer equals what ``structure(result, CallToolResult)`` gives
-    (``is_error`` ``None`` when absent, empty ``extra``, no ``meta``). Any other shape, valid or
-    not, returns ``None`` so that the converter decodes it or reports what is wrong; this
-    function never raises.
+    ``isError``, ``resultType`` and ``_meta``; ``content`` a ``list`` of ``dict`` blocks with
+    exactly the keys ``type`` and ``text``, ``type`` the string ``"text"`` and ``text`` a ``str``
+    (not a subclass); ``isError`` ``True`` or ``False``; ``resultType`` the string
+    ``"complete"`` (what every 2026-07-28 result says); ``_meta`` a ``dict``. The answer equals
+    what ``structure(result, CallToolResult)`` gives (``None`` for what is absent, empty
+    ``extra``). Any other shape, valid or not, returns ``None`` so that the converter decodes it
+    or reports what is wrong; this function never raises.
     """
     if type(result) is not dict:
         return None
     content = result.get("content")
     if type(content) is not list:
         return None
-    size = len(result)
-    if size == 1:
-        is_error = None
-    elif size == 2:
-        # The second key must be isError: anything else reads as None and declines.
-        is_error = result.get("isError")
-        if type(is_error) is not bool:
-            return None
-    else:
-        return None
+    is_error = result_type = meta = None
+    if len(result) > 1:
+        for key, value in result.items():
+            if key == "content":
+                continue
+            if key == "isError" and type(value) is bool:
+                is_error = value
+            elif key == "resultType" and value == "complete" and type(value) is str:
+                result_type = value
+            elif key == "_meta" and type(value) is dict:
+                meta = value
+            else:
+                return None
     blocks: list[t.TextContent] = []
     for block in content:
         if type(block) is not dict or len(block) != 2:
@@ -340,7 +344,9 @@ def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
         if type(kind) is not str or kind != "text" or type(text) is not str:
             return None
         blocks.append(t.TextContent(text=text))
-    return t.CallToolResult(content=tuple(blocks), is_error=is_error)
+    return t.CallToolResult(
+        content=tuple(blocks), is_error=is_error, result_type=result_type, meta=meta
+    )
 
 
 # --------------------------------------------------------------------------- tools/list fast path

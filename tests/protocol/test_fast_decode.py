@@ -42,9 +42,16 @@ def _slow(raw: Any) -> t.CallToolResult:
 
 def _is_common_shape(raw: Any) -> bool:
     """The shape the fast path promises to take, written independently of it."""
-    if type(raw) is not dict or "content" not in raw or not set(raw) <= {"content", "isError"}:
+    allowed = {"content", "isError", "resultType", "_meta"}
+    if type(raw) is not dict or "content" not in raw or not set(raw) <= allowed:
         return False
     if "isError" in raw and type(raw["isError"]) is not bool:
+        return False
+    if "resultType" in raw and not (
+        type(raw["resultType"]) is str and raw["resultType"] == "complete"
+    ):
+        return False
+    if "_meta" in raw and type(raw["_meta"]) is not dict:
         return False
     content = raw["content"]
     return type(content) is list and all(
@@ -102,6 +109,19 @@ def _assert_same_object(fast: t.CallToolResult, slow: t.CallToolResult) -> None:
             },
             t.CallToolResult(
                 content=(t.TextContent(text="a"), t.TextContent(text="é\n☃")), is_error=True
+            ),
+        ),
+        (
+            # what a 2026-07-28 server sends: resultType, and serverInfo in _meta
+            {
+                "content": [{"type": "text", "text": "x"}],
+                "resultType": "complete",
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+            },
+            t.CallToolResult(
+                content=(t.TextContent(text="x"),),
+                result_type="complete",
+                meta={"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
             ),
         ),
     ],
@@ -162,10 +182,10 @@ _TEXT = {"type": "text", "text": "a"}
 @pytest.mark.parametrize(
     "raw",
     [
-        {"content": [_TEXT], "_meta": {"k": 1}},
+        {"content": [_TEXT], "resultType": _Str("complete")},
+        {"content": [_TEXT], "_meta": _Dict({"k": 1})},
         {"content": [_TEXT], "structuredContent": {"n": 1}},
         {"content": [_TEXT], "structuredContent": None},
-        {"content": [_TEXT], "resultType": "complete"},
         {"content": [_TEXT], "isError": False, "vendor": 1},
         {"content": [_TEXT], "vendor": 1},
         {"content": [{**_TEXT, "annotations": {"priority": 0.5}}]},
@@ -346,7 +366,8 @@ _any_results = st.fixed_dictionaries(
     optional={
         "content": st.lists(_text_blocks | _near_blocks, max_size=3) | _json_scalars,
         "isError": _is_error | st.booleans(),
-        "_meta": _json_objects,
+        "_meta": _json_objects | _json_scalars,
+        "resultType": st.just("complete") | st.just(_Str("complete")),
         "structuredContent": _json_scalars | _json_objects,
     },
 )

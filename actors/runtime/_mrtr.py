@@ -95,9 +95,15 @@ async def with_input_rounds(
     max_rounds: int,
     server: str,
     deadline: float | None = None,
+    first: InputRequiredResult | None = None,
+    start: float | None = None,
 ) -> Any:
     """Send ``method`` with ``params`` through ``send`` and return its final result, answering
     the server's ``input_required`` results on the way (at most ``max_rounds`` of them).
+
+    ``first``: the answer to ``params``, when the caller sent them itself (a session sends a
+    call's first round directly, so that a call the server answers at once pays nothing for
+    the rounds), with ``start`` the time it was sent.
 
     Raises what ``send`` raises; :class:`InputRoundsExceeded` when the server asks for input a
     ``max_rounds + 1``-th time; :class:`InputRequestFailed` when an input request cannot be
@@ -107,18 +113,21 @@ async def with_input_rounds(
     before a retry is sent).
     """
     log = logging.getLogger(f"trio_mcp.server.{server}")
-    start = trio.current_time()
+    if start is None:
+        start = trio.current_time()
     request: Mapping[str, Any] = params
     rounds = 0
+    result: Any = first
     while True:
-        remaining: float | None = None
-        if deadline is not None:
-            remaining = deadline - trio.current_time()
-            if remaining <= 0:
-                await trio.lowlevel.checkpoint()
-                when = "before it was sent again" if rounds else "before it was sent"
-                raise _timed_out(method, server, start, deadline, rounds, when)
-        result = await send(request, remaining)
+        if result is None:
+            remaining: float | None = None
+            if deadline is not None:
+                remaining = deadline - trio.current_time()
+                if remaining <= 0:
+                    await trio.lowlevel.checkpoint()
+                    when = "before it was sent again" if rounds else "before it was sent"
+                    raise _timed_out(method, server, start, deadline, rounds, when)
+            result = await send(request, remaining)
         if not isinstance(result, InputRequiredResult):
             return result
         if rounds >= max_rounds:
@@ -150,6 +159,7 @@ async def with_input_rounds(
         else:
             log.debug("%s: input round %d: the server asked to be called again", method, rounds)
         request = _retry(params, responses, result.request_state)
+        result = None
 
 
 def _checked(

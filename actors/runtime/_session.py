@@ -750,6 +750,19 @@ class Session:
             deadline = hard
         else:
             deadline = start + timeout if hard is None else min(start + timeout, hard)
+        # The first round goes straight out: a call answered at once (nearly every call) pays
+        # nothing for the rounds.
+        left = None if deadline is None else deadline - start
+        first = await self._versioned(
+            method,
+            params,
+            timeout=timeout if progress_resets_timeout else left,
+            progress=progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_time=left,
+        )
+        if not isinstance(first, InputRequiredResult):
+            return first
 
         async def send(
             round_params: Mapping[str, Any], left: float | None
@@ -771,6 +784,8 @@ class Session:
             max_rounds=self.runtime.max_input_rounds,
             server=self.server,
             deadline=deadline,
+            first=first,
+            start=start,
         )
         return final
 
@@ -789,21 +804,26 @@ class Session:
         -32020 (:meth:`_after_header_mismatch`). The raw result, or the decoded
         :class:`InputRequiredResult` when the server asks for input."""
         start = trio.current_time()
-        send = functools.partial(
-            self._send_request,
-            method,
-            params,
-            timeout=timeout,
-            progress=progress,
-            progress_resets_timeout=progress_resets_timeout,
-            max_time=max_time,
-        )
         try:
-            raw = await send()
+            raw = await self._send_request(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=progress_resets_timeout,
+                max_time=max_time,
+            )
         except UnsupportedProtocolVersion as exc:
             await self._renegotiate(exc)
             try:
-                raw = await send()
+                raw = await self._send_request(
+                    method,
+                    params,
+                    timeout=timeout,
+                    progress=progress,
+                    progress_resets_timeout=progress_resets_timeout,
+                    max_time=max_time,
+                )
             except UnsupportedProtocolVersion as again:
                 raise self._version_refused(again) from again
         except HeaderMismatch as exc:

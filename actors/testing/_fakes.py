@@ -1070,12 +1070,14 @@ class FakeServer:
         conn.listens[request.id] = listen
         try:
             acknowledgement = {**_tagged(listen), "notifications": honoured}
+            # acknowledged from the moment its acknowledgement is on its way: what is sent on
+            # the connection after it goes after it
+            listen.acknowledged = True
             await conn.send(
                 Notification(
                     method="notifications/subscriptions/acknowledged", params=acknowledgement
                 )
             )
-            listen.acknowledged = True
             await listen.ended.wait()
         finally:
             conn.listens.pop(request.id, None)

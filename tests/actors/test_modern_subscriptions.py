@@ -11,7 +11,9 @@ connection's session.
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 from typing import Any
 
 import pytest
@@ -29,7 +31,7 @@ from trio_mcp.actors.runtime._events import (
 from trio_mcp.actors.runtime._runtime import Runtime, open_runtime
 from trio_mcp.actors.runtime._subscriptions import LISTEN_RETRY_INITIAL, LISTEN_RETRY_MAX
 from trio_mcp.actors.testing._fakes import FakePrompt, FakeResource, FakeServer, FakeTool
-from trio_mcp.protocol import LocalProtocolError, ServerUnavailable
+from trio_mcp.protocol import LocalProtocolError, ServerDisconnected, ServerUnavailable
 
 Clock = trio.testing.MockClock
 
@@ -482,3 +484,34 @@ async def test_a_legacy_refusal_is_logged_and_tried_again_on_the_next_change(
         rt.subscribe_resource("l", "doc://b")
         await trio.testing.wait_all_tasks_blocked()
         assert fake.subscriptions == {"doc://a", "doc://b"}
+
+
+async def test_a_restarted_stdio_server_gets_a_new_listen_from_the_new_session() -> None:
+    """Over a real stdio child (the fake's stdio mode, the real clock): the server dies, the
+    supervisor starts a new one, and the new connection's session opens its own listen (the
+    new process knows nothing of the old one's)."""
+    spec = {
+        "name": "new",
+        "era": "modern",
+        "tools": [{"name": "echo", "kind": "echo"}, {"name": "die", "kind": "crash"}],
+    }
+    server = ServerConfig(
+        name="new",
+        command=sys.executable,
+        args=("-m", "trio_mcp.actors.testing", "--spec-json", json.dumps(spec)),
+        connect_timeout=20,
+        timeout=20,
+    )
+    retry = RetryPolicy(jitter=0.0, reconnect_initial=0.05)
+    with trio.fail_after(60):
+        async with open_runtime(RuntimeConfig(servers=(server,), retry=retry)) as rt:
+            await rt.wait_ready()
+            first = rt._supervisors["new"].ready_session()
+            assert first.statistics().subscriptions == 1
+            with pytest.raises(ServerDisconnected):
+                await rt.call("mcp_new_die")
+            assert (await rt.call("mcp_new_echo", {}, wait_ready=20)).text == "{}"
+            second = rt._supervisors["new"].ready_session()
+            assert second is not first
+            assert rt.status()["new"].generation == 2
+            assert second.statistics().subscriptions == 1

@@ -252,6 +252,9 @@ class Subscriber:
     _applied: set[str] = attrs.field(factory=set, init=False)
     #: A new HTTP session forgot the subscriptions (legacy): subscribe to every URI again.
     _renewed: bool = attrs.field(default=False, init=False)
+    #: A listen ended (2026-07-28): once the next one is acknowledged, fetch again what may
+    #: have changed while none was open.
+    _refetch: bool = attrs.field(default=False, init=False)
 
     @property
     def _capabilities(self) -> ServerCapabilities:
@@ -305,7 +308,6 @@ class Subscriber:
 
     async def _listen_loop(self, task_status: trio.TaskStatus[None]) -> None:
         delay = LISTEN_RETRY_INITIAL
-        reopened = False  # the last listen ended: refetch once the new one is acknowledged
         renegotiated = False
         started = False
         try:
@@ -331,7 +333,7 @@ class Subscriber:
                 self._open = current
                 if previous is not None:  # make before break: the new one went out first
                     await self.session._close_listen(previous.subscription.request_id)
-                ended = await self._follow(current, version, refetch=reopened)
+                ended = await self._follow(current, version)
                 if ended is None:  # the host's URIs changed: open a new listen at once
                     continue
                 self._open = None
@@ -362,10 +364,10 @@ class Subscriber:
                 )
                 if lasted >= LISTEN_RETRY_MAX:
                     delay = LISTEN_RETRY_INITIAL
+                self._refetch = True
                 self._log_end(ended, delay)
                 await self._wait(delay, version)
                 delay = min(delay * 2, LISTEN_RETRY_MAX)
-                reopened = True
         finally:
             if self._open is not None:  # cancelled (the session ends): tell the server
                 self.session._forget_listen(self._open.subscription.request_id)
@@ -376,7 +378,7 @@ class Subscriber:
         if current is not None:
             await self.session._close_listen(current.subscription.request_id)
 
-    async def _follow(self, current: _Open, version: int, *, refetch: bool) -> ListenEnded | None:
+    async def _follow(self, current: _Open, version: int) -> ListenEnded | None:
         """Take what the listen receives until it ends (its end), or until the host's URIs
         change (None: the listen stays open, for the caller to replace)."""
         scope = self._waiting = trio.CancelScope()
@@ -388,16 +390,16 @@ class Subscriber:
                     item = await current.subscription.next()
                     if isinstance(item, ListenEnded):
                         return item
-                    self._received(current, item, refetch=refetch)
+                    self._received(current, item)
         finally:
             self._waiting = None
         return None
 
-    def _received(self, current: _Open, notification: Notification, *, refetch: bool) -> None:
+    def _received(self, current: _Open, notification: Notification) -> None:
         if notification.method == ACKNOWLEDGED:
             if current.acknowledged_at is None:
                 current.acknowledged_at = trio.current_time()
-                self._acknowledged(current, notification, refetch=refetch)
+                self._acknowledged(current, notification)
             return
         if not _wanted(notification, current.asked):
             self.session._log.debug(
@@ -408,7 +410,7 @@ class Subscriber:
             return
         self.session._forward(notification)
 
-    def _acknowledged(self, current: _Open, notification: Notification, *, refetch: bool) -> None:
+    def _acknowledged(self, current: _Open, notification: Notification) -> None:
         """Compare the acknowledgement with what was asked; after a listen that ended,
         refetch what the server honours (changes while no listen was open were not sent)."""
         acknowledged: SubscriptionFilter | None = None
@@ -427,10 +429,11 @@ class Subscriber:
                     "changes are not seen on this connection",
                     ", ".join(missing),
                 )
-        if refetch:
-            self._refetch(_honoured(current.asked, acknowledged))
+        if self._refetch:
+            self._refetch = False
+            self._fetch_again(_honoured(current.asked, acknowledged))
 
-    def _refetch(self, honoured: Mapping[str, Any]) -> None:
+    def _fetch_again(self, honoured: Mapping[str, Any]) -> None:
         session = self.session
         if "toolsListChanged" in honoured:
             with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
@@ -442,9 +445,17 @@ class Subscriber:
             session.events.publish(ResourceUpdated(server=session.server, uri=uri))
 
     def _log_end(self, ended: ListenEnded, delay: float) -> None:
-        if ended.error is not None:
+        error = ended.error
+        if isinstance(error, ServerDisconnected):  # its stream broke (HTTP)
             self._log_warning(
-                "subscriptions/listen ended: %s; opening it again in %g s", ended.error, delay
+                "the stream of subscriptions/listen was lost; opening it again in %g s (%s)",
+                delay,
+                error,
+            )
+            return
+        if error is not None:
+            self._log_warning(
+                "subscriptions/listen ended: %s; opening it again in %g s", error, delay
             )
             return
         how = "cancelled it" if ended.cancelled else "ended it"

@@ -269,6 +269,24 @@ async def test_a_listen_the_server_ends_is_opened_again_after_a_bounded_back_off
         assert rt.status()["m"].generation == 1  # all on one connection
 
 
+async def test_only_the_listen_after_an_end_fetches_again(autojump_clock: Clock) -> None:
+    fake = modern(resources=[FakeResource("doc://a", "a")])
+    async with open_runtime(config(fake.server_config())) as rt:
+        await rt.wait_ready()
+        with rt.events() as events:
+            await fake.end_listens()
+            await trio.sleep(LISTEN_RETRY_INITIAL + 1)
+            assert len(fake.listens) == 2
+            assert listings(fake) == 2  # the tools listed again
+            assert ListChanged(server="m", kind="resources") in drain(events)
+            # a new set replaces the listen with no gap: nothing to fetch again
+            rt.subscribe_resource("m", "doc://a")
+            await trio.sleep(1)
+            assert len(fake.listens) == 3
+            assert listings(fake) == 2
+            assert drain(events) == []
+
+
 async def test_each_new_connection_opens_its_own_listen(autojump_clock: Clock) -> None:
     fake = modern()
     async with open_runtime(config(fake.server_config())) as rt:

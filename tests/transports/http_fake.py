@@ -515,6 +515,11 @@ class FakeMcpHttp:
     modern_versions: tuple[str, ...] = ("2026-07-28",)
     #: The first N modern requests are refused with -32022, whatever version they carry.
     unsupported_version_answers: int = 0
+    #: What ``initialize`` answers (the handshake revisions; ``resources.subscribe`` lets a
+    #: client send ``resources/subscribe``, which the fake accepts).
+    legacy_capabilities: dict[str, Any] = attrs.field(
+        factory=lambda: {"tools": {"listChanged": True}}
+    )
     #: What ``server/discover`` announces (``{"tools": {"listChanged": True}}`` makes a
     #: client listen for tool changes).
     modern_capabilities: dict[str, Any] = attrs.field(factory=lambda: {"tools": {}})
@@ -793,7 +798,7 @@ class FakeMcpHttp:
         if method == "initialize":
             result = {
                 "protocolVersion": self.protocol_version,
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": self.legacy_capabilities,
                 "serverInfo": {"name": "fake-http", "version": "1.0"},
             }
         elif method == "tools/list":
@@ -808,7 +813,7 @@ class FakeMcpHttp:
                 return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no"}}
             call = ToolCall(params["name"], params.get("arguments") or {}, stream, rid, self)
             result = await tool(call)
-        elif method == "ping":
+        elif method in ("ping", "resources/subscribe", "resources/unsubscribe"):
             result = {}
         elif method == "server/discover":
             result = {

@@ -4,7 +4,8 @@
 The listen is a POST whose answer is an SSE stream that stays open: its keep-alive comments are
 skipped, its notifications go up as frames, it takes none of the ``max_in_flight`` slots of the
 calls, and it is closed by closing its stream. A stream that breaks, ends without an answer or
-is ended by the server's answer is opened again.
+is ended by the server's answer is opened again. And the handshake revisions' resource
+subscriptions, repeated for a new HTTP session.
 """
 
 from __future__ import annotations
@@ -152,3 +153,37 @@ async def test_a_new_resource_set_opens_a_new_stream_and_closes_the_old_one() ->
             assert event == ResourceUpdated(server="h", uri="doc://a")
     # closing a stream is how a 2026-07-28 client cancels: nothing was POSTed for it
     assert "notifications/cancelled" not in fake.methods()
+
+
+async def test_a_legacy_session_subscribes_again_after_a_new_http_session() -> None:
+    """The handshake revisions: the host's resource subscriptions are resources/subscribe
+    requests, which a new HTTP session (the server forgot the old one) must repeat."""
+    capabilities = {"tools": {}, "resources": {"subscribe": True}}
+    fake = FakeMcpHttp(legacy_capabilities=capabilities, get_stream=False)
+
+    def subscribed() -> list[str | None]:
+        """The session id each resources/subscribe came with."""
+        return [
+            request.header("mcp-session-id")
+            for request in server.requests
+            if request.method == "POST" and request.json().get("method") == "resources/subscribe"
+        ]
+
+    async with serve_http(fake.handle) as server:
+        config = RuntimeConfig(
+            servers=(
+                ServerConfig(name="h", url=server.base + "/mcp", timeout=5.0, protocol="legacy"),
+            ),
+            retry=RetryPolicy(jitter=0.0, reconnect_initial=0.1),
+        )
+        async with open_runtime(config) as rt:
+            with trio.fail_after(BOUND):
+                await rt.wait_ready()
+            rt.subscribe_resource("h", "doc://a")
+            await until(fake, lambda: len(subscribed()) == 1)
+            fake.expire()
+            with trio.fail_after(BOUND):
+                assert (await rt.call("mcp_h_echo", {"text": "x"})).text == "x"
+            await until(fake, lambda: len(subscribed()) == 2)
+            assert subscribed() == fake.issued  # once with each session
+            assert rt.status()["h"].generation == 1  # one connection: a new HTTP session

@@ -29,8 +29,9 @@ Two things live here:
   stream that broke), it is opened again after a back-off (:data:`LISTEN_RETRY_INITIAL`
   seconds, doubling up to :data:`LISTEN_RETRY_MAX`; back to the start after a listen that
   lasted that long), and once the server acknowledges it again, what may have changed
-  meanwhile counts as changed: the tools are listed again, and the other kinds it honours
-  are announced to the host (``ListChanged``, ``ResourceUpdated``). A server that answers the
+  meanwhile counts as changed: the dispatcher is handed a notification for each kind it
+  honours, as if the server had sent it (the tools are listed again; the host gets
+  ``ListChanged`` and ``ResourceUpdated``). A server that answers the
   listen with -32601 (it does not serve it) is not asked again on that connection. Closing a
   listen is ``notifications/cancelled`` naming it: on stdio the server reads it; over HTTP
   the transport closes the listen's stream instead (which is how 2026-07-28 cancels). A new
@@ -61,7 +62,6 @@ from ...protocol._jsonrpc import Notification
 from ...protocol._methods import decode_notification
 from ...protocol._types import ServerCapabilities, SubscriptionFilter
 from ...protocol._versions import Era
-from ._events import ListChanged, ResourceUpdated
 from ._pending import ListenEnded, Subscription
 
 if TYPE_CHECKING:
@@ -86,21 +86,16 @@ LISTEN_RETRY_MAX: Final = 30.0
 LISTEN: Final = "subscriptions/listen"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _RESOURCES: Final = "resourceSubscriptions"
-#: The flags of a listen's ``notifications`` filter, their field in ``SubscriptionFilter``,
-#: the notification each one asks for, and what it is about (for messages).
+#: The flags of a listen's ``notifications`` filter, their field in ``SubscriptionFilter``, and
+#: the notification each one asks for.
 _FLAGS: Final = (
-    ("toolsListChanged", "tools_list_changed", "notifications/tools/list_changed", "tools"),
-    ("promptsListChanged", "prompts_list_changed", "notifications/prompts/list_changed", "prompts"),
-    (
-        "resourcesListChanged",
-        "resources_list_changed",
-        "notifications/resources/list_changed",
-        "resources",
-    ),
+    ("toolsListChanged", "tools_list_changed", "notifications/tools/list_changed"),
+    ("promptsListChanged", "prompts_list_changed", "notifications/prompts/list_changed"),
+    ("resourcesListChanged", "resources_list_changed", "notifications/resources/list_changed"),
 )
 #: Which filter key a forwarded notification needs.
 _ASKED_BY: Final = {
-    **{method: key for key, _, method, _ in _FLAGS},
+    **{method: key for key, _, method in _FLAGS},
     "notifications/resources/updated": _RESOURCES,
 }
 
@@ -183,9 +178,7 @@ def unhonoured(asked: Mapping[str, Any], acknowledged: SubscriptionFilter) -> li
     """What ``asked`` holds that the server's acknowledgement leaves out: filter keys, and
     ``resourceSubscriptions <uri>`` for each resource."""
     missing = [
-        key
-        for key, field, _, _ in _FLAGS
-        if key in asked and getattr(acknowledged, field) is not True
+        key for key, field, _ in _FLAGS if key in asked and getattr(acknowledged, field) is not True
     ]
     honoured = set(acknowledged.resource_subscriptions or ())
     missing.extend(
@@ -434,15 +427,16 @@ class Subscriber:
             self._fetch_again(_honoured(current.asked, acknowledged))
 
     def _fetch_again(self, honoured: Mapping[str, Any]) -> None:
-        session = self.session
-        if "toolsListChanged" in honoured:
-            with contextlib.suppress(trio.WouldBlock):  # a re-listing is asked for already
-                session._relist_send.send_nowait(None)
-        for key, _, _, kind in _FLAGS[1:]:
+        """Treat everything the listen honours as changed: hand the dispatcher the
+        notifications the server would have sent (one path for what the server says and what
+        the session infers: the re-lister lists the tools again, the host gets its events)."""
+        for key, _, method in _FLAGS:
             if key in honoured:
-                session.events.publish(ListChanged(server=session.server, kind=kind))
+                self.session._forward(Notification(method=method))
         for uri in honoured.get(_RESOURCES, ()):
-            session.events.publish(ResourceUpdated(server=session.server, uri=uri))
+            self.session._forward(
+                Notification(method="notifications/resources/updated", params={"uri": uri})
+            )
 
     def _log_end(self, ended: ListenEnded, delay: float) -> None:
         error = ended.error

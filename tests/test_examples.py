@@ -171,6 +171,8 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "Read me first." in lines
     assert "user Review this python code." in lines
     assert "['python', 'pyret']" in lines
+    assert "['memo://today']" in lines
+    assert "updated: notes memo://today" in lines
 
 
 # --------------------------------------------------------------------------- docs/testing.md

@@ -10,7 +10,11 @@ transport was opened with, bounded in bytes. Two kinds of senders reach it there
   :class:`~trio_mcp.transports.ConnectionEnded`);
 - **callers**, with :class:`Expect` (a request is about to be sent: here is its waiter; put
   before the frame goes out, so an answer can never overtake it) and :class:`Forget` (the caller
-  stopped waiting).
+  stopped waiting);
+- the session's **subscriber** (2026-07-28), with :class:`Listen`: a ``subscriptions/listen``
+  is about to be sent; here is its :class:`Subscription`, the inbox of the task that owns the
+  listen. A listen is not a call: it has no deadline, is not counted among the calls waiting
+  (``outstanding``), and lasts until the server ends it or the subscriber forgets it.
 
 Only this task changes the table: the sans-IO correlation machine
 (:class:`~trio_mcp.protocol.JsonRpcConnection`), the waiters, the progress tokens and the
@@ -24,6 +28,14 @@ the connection). Per wake-up it handles the items that are ready, at most
 :data:`DRAIN_LIMIT` of them (the rest after a schedule point), and the deadline of the earliest
 call is the deadline of the wait, so a flooding server can neither hold the event loop nor stop
 a timeout from firing.
+
+Once a listen was registered (a 2026-07-28 session), notifications are demultiplexed by their
+``_meta["io.modelcontextprotocol/subscriptionId"]``: one that names an open listen goes to its
+:class:`Subscription` (in order; the subscriber forwards what it asked for to the dispatcher),
+one that names no open listen (a stale or made-up id) is dropped, one without an id goes to the
+dispatcher as before. The listen's own end goes to its subscription too: the server's answer
+(a graceful end), its ``notifications/cancelled`` naming the listen, an error answer, or the
+transport losing the stream (:class:`~trio_mcp.transports.RequestFailed`).
 
 When the connection ends (:class:`~trio_mcp.transports.ConnectionEnded`, the end of the
 mailbox, or the session's nursery torn down), every waiter fails in one synchronous step with
@@ -55,6 +67,7 @@ from ...protocol._errors import (
     TransportClosed,
 )
 from ...protocol._jsonrpc import (
+    CANCELLED_NOTIFICATION,
     ErrorReceived,
     JsonRpcConnection,
     Notification,
@@ -69,6 +82,7 @@ from ...protocol._jsonrpc import (
 )
 from ...protocol._methods import decode_notification
 from ...protocol._types import ProgressNotificationParams
+from ...protocol._versions import META_SUBSCRIPTION_ID
 from ...transports._base import (
     ConnectionEnded,
     Inbound,
@@ -83,11 +97,14 @@ __all__ = [
     "ConnectionLost",
     "Expect",
     "Forget",
+    "Listen",
+    "ListenEnded",
     "Mailbox",
     "PendingCalls",
     "PendingItem",
     "PendingStatistics",
     "ProgressCallback",
+    "Subscription",
     "TimedOut",
     "Waiter",
 ]
@@ -110,6 +127,10 @@ DRAIN_LIMIT: Final = 128
 #: The deadline heap is compacted when it holds more than this many entries beyond twice the
 #: number of waiting calls.
 _HEAP_SLACK: Final = 64
+#: Notifications kept for a subscription whose task has not taken them yet (past this the
+#: oldest go, counted in ``Subscription.dropped``: a list change says what the one before it
+#: said, and the subscriber is a task of the same session that takes them at once).
+SUBSCRIPTION_BACKLOG: Final = 64
 
 
 class TimedOut(Exception):
@@ -212,6 +233,87 @@ async def _run_progress(
     return callback
 
 
+# --------------------------------------------------------------------------- subscriptions
+
+
+@attrs.frozen(kw_only=True)
+class ListenEnded:
+    """How a ``subscriptions/listen`` stream ended (the last thing its :class:`Subscription`
+    gives): ``result``, the server's answer (a graceful end, ``resultType: "complete"``);
+    ``cancelled``, the server's ``notifications/cancelled`` naming the listen (how it tears a
+    subscription down); ``error``, an error answer or the stream lost by the transport (an
+    HTTP stream that broke) or with the connection."""
+
+    result: Mapping[str, Any] | None = None
+    cancelled: bool = False
+    error: McpError | None = None
+
+
+class Subscription:
+    """One ``subscriptions/listen`` stream, as the table feeds it: the notifications that name
+    it, in order, then how it ended (:class:`ListenEnded`), for exactly one waiting task (the
+    session's subscriber).
+
+    The table pushes into it and ends it synchronously (like a :class:`Waiter`), so a full
+    inbox never blocks the table and an end is never lost: past :data:`SUBSCRIPTION_BACKLOG`
+    waiting notifications the oldest is dropped (counted in ``dropped``); the end waits in a
+    slot of its own, after the notifications that came before it."""
+
+    __slots__ = ("_ended", "_queue", "_task", "dropped", "request_id")
+
+    def __init__(self, request_id: RequestId) -> None:
+        self.request_id = request_id
+        self.dropped = 0
+        self._queue: deque[Notification] = deque()
+        self._ended: ListenEnded | None = None
+        self._task: trio.lowlevel.Task | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self._ended is not None
+
+    def push(self, notification: Notification) -> None:
+        """Queue a notification of this stream (ignored once it ended) and wake the task."""
+        if self._ended is not None:
+            return
+        if len(self._queue) >= SUBSCRIPTION_BACKLOG:
+            self._queue.popleft()
+            self.dropped += 1
+        self._queue.append(notification)
+        self._wake()
+
+    def end(self, ended: ListenEnded) -> None:
+        """The stream is over (the first end wins); wake the task."""
+        if self._ended is None:
+            self._ended = ended
+            self._wake()
+
+    def _wake(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    async def next(self) -> Notification | ListenEnded:
+        """The next notification of the stream, or, once they are all taken, how it ended (and
+        the same again on every later call). A checkpoint; cancelling it loses nothing."""
+        while True:
+            if self._queue or self._ended is not None:
+                await trio.lowlevel.checkpoint()
+                if self._queue:
+                    return self._queue.popleft()
+                assert self._ended is not None
+                return self._ended
+            if self._task is not None:
+                raise RuntimeError(f"subscription {self.request_id!r} is already awaited")
+            self._task = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
 # --------------------------------------------------------------------------- messages
 
 
@@ -240,12 +342,22 @@ class Forget:
 
 
 @attrs.frozen(kw_only=True)
+class Listen:
+    """The session's subscriber is about to send ``subscriptions/listen`` under ``request_id``
+    (2026-07-28): what names it goes to ``subscription`` until it ends, or until a
+    :class:`Forget` of the same id (the subscriber closed it)."""
+
+    request_id: RequestId
+    subscription: Subscription = attrs.field(eq=False)
+
+
+@attrs.frozen(kw_only=True)
 class AllowBatches:
     """The handshake settled a revision with JSON-RPC batches (2025-03-26): parse arrays."""
 
 
 #: Everything the table's mailbox carries.
-PendingItem: TypeAlias = Inbound | Expect | Forget | AllowBatches
+PendingItem: TypeAlias = Inbound | Expect | Forget | Listen | AllowBatches
 Mailbox: TypeAlias = ByteChannel[PendingItem]
 
 
@@ -290,7 +402,8 @@ class PendingStatistics:
     """A snapshot of a session's table: calls waiting now (``outstanding``), answered and
     failed so far, frames handled, wake-ups of the table's task, and the entries of its deadline
     heap (answered calls' deadlines are dropped lazily; the heap stays below twice the calls
-    waiting plus a constant)."""
+    waiting plus a constant). ``subscriptions`` counts the ``subscriptions/listen`` streams
+    open now (2026-07-28): they are not calls, and counted in none of the others."""
 
     outstanding: int
     resolved_total: int
@@ -298,6 +411,7 @@ class PendingStatistics:
     frames_total: int
     wakeups_total: int
     deadline_entries: int
+    subscriptions: int = 0
 
 
 @attrs.define(eq=False)
@@ -333,6 +447,11 @@ class PendingCalls:
     _failed_total: int = attrs.field(default=0, init=False)
     _frames_total: int = attrs.field(default=0, init=False)
     _wakeups_total: int = attrs.field(default=0, init=False)
+    #: The open subscriptions/listen streams, by their request id (2026-07-28).
+    _listens: dict[RequestId, Subscription] = attrs.field(factory=dict, init=False)
+    #: A listen was registered (a 2026-07-28 session): from then on notifications are
+    #: demultiplexed by their subscription id (a legacy session checks this one flag).
+    _demux: bool = attrs.field(default=False, init=False)
     _log: logging.Logger = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -361,6 +480,7 @@ class PendingCalls:
             frames_total=self._frames_total,
             wakeups_total=self._wakeups_total,
             deadline_entries=len(self._deadlines),
+            subscriptions=len(self._listens),
         )
 
     # ------------------------------------------------------------------ the task
@@ -414,7 +534,10 @@ class PendingCalls:
             case Expect():
                 self._expect(item)
             case Forget(request_id=request_id):
-                self._forget(request_id)
+                if self._forget(request_id) is None and self._listens:
+                    self._drop_listen(request_id)
+            case Listen():
+                self._listen(item)
             case StderrLine():
                 with contextlib.suppress(
                     trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
@@ -481,6 +604,8 @@ class PendingCalls:
         if entry is not None:
             self._resolved_total += 1
             entry.waiter.resolve(result)
+        elif self._listens:
+            self._listen_answered(request_id, result)
 
     def _fail(self, request_id: RequestId, exc: BaseException) -> None:
         """Fail the call ``request_id`` (if any) with ``exc`` without an answer from the server
@@ -489,6 +614,8 @@ class PendingCalls:
         if entry is not None:
             self._failed_total += 1
             entry.waiter.resolve(outcome.Error(exc))
+        elif self._listens and isinstance(exc, McpError):
+            self._end_listen(request_id, ListenEnded(error=exc))
 
     # ------------------------------------------------------------------ deadlines
 
@@ -560,6 +687,8 @@ class PendingCalls:
             case NotificationReceived(notification=notification):
                 if notification.method == "notifications/progress":
                     self._progress(notification)
+                elif self._demux:
+                    self._demultiplex(notification)
                 else:
                     self._pass_on(notification)
 
@@ -605,6 +734,69 @@ class PendingCalls:
         for request_id in salvage_response_ids(frame):
             self._fail(request_id, exc)
 
+    # ------------------------------------------------------------------ subscriptions
+
+    def _listen(self, item: Listen) -> None:
+        """Register a listen (its answer is then expected, like a call's, but it gets no
+        deadline and no entry among the calls)."""
+        request_id = item.request_id
+        try:
+            self._conn.expect(request_id, "subscriptions/listen")
+        except LocalProtocolError as exc:  # an id still in flight: a bug of ours
+            item.subscription.end(ListenEnded(error=exc))
+            return
+        self._listens[request_id] = item.subscription
+        self._demux = True
+
+    def _drop_listen(self, request_id: RequestId) -> None:
+        """The subscriber closed the listen: whatever names it from now on is dropped."""
+        if self._listens.pop(request_id, None) is not None:
+            self._conn.forget(request_id)
+
+    def _end_listen(self, request_id: RequestId, ended: ListenEnded) -> None:
+        subscription = self._listens.pop(request_id, None)
+        if subscription is not None:
+            self._conn.forget(request_id)
+            subscription.end(ended)
+
+    def _listen_answered(
+        self, request_id: RequestId, result: outcome.Outcome[Mapping[str, Any]]
+    ) -> None:
+        """The server answered a listen: a graceful end (a result), or an error."""
+        if isinstance(result, outcome.Value):
+            self._end_listen(request_id, ListenEnded(result=result.value))
+        elif isinstance(result, outcome.Error) and isinstance(result.error, McpError):
+            self._end_listen(request_id, ListenEnded(error=result.error))  # an error answer
+
+    def _demultiplex(self, notification: Notification) -> None:
+        """A notification in a session with listens (2026-07-28): to the listen its
+        ``_meta`` subscription id names; dropped when that names no open listen (or is no
+        id at all); to the dispatcher when it has no subscription id. The server's
+        ``notifications/cancelled`` naming a listen ends it."""
+        params = notification.params
+        if params is None:
+            self._pass_on(notification)
+            return
+        if notification.method == CANCELLED_NOTIFICATION:
+            cancelled = params.get("requestId")
+            if _is_id(cancelled) and cancelled in self._listens:
+                self._end_listen(cancelled, ListenEnded(cancelled=True))
+                return
+        meta = params.get("_meta")
+        if not isinstance(meta, Mapping) or META_SUBSCRIPTION_ID not in meta:
+            self._pass_on(notification)
+            return
+        subscription_id = meta[META_SUBSCRIPTION_ID]
+        subscription = self._listens.get(subscription_id) if _is_id(subscription_id) else None
+        if subscription is None:
+            self._log.debug(
+                "%s for subscription %r, which is not open, ignored",
+                notification.method,
+                subscription_id,
+            )
+            return
+        subscription.push(notification)
+
     # ------------------------------------------------------------------ transport events
 
     def _request_failed(self, request_id: RequestId, error: McpError, sent: bool) -> None:
@@ -612,6 +804,8 @@ class PendingCalls:
         lost): fail that call with it, never disguised as a JSON-RPC error."""
         entry = self._entries.get(request_id)
         if entry is None:
+            if self._listens:  # the transport lost a listen's stream (an HTTP stream broke)
+                self._end_listen(request_id, ListenEnded(error=error))
             return
         method = entry.waiter.method
         if isinstance(error, ServerDisconnected):
@@ -675,16 +869,24 @@ class PendingCalls:
         # What was never taken (the connection torn down from outside): its Expects' callers
         # wait too. Then callers that still send learn at once that it is over.
         waiters = [entry.waiter for entry in self._entries.values()]
-        waiters.extend(item.waiter for item in self.mailbox.drain() if isinstance(item, Expect))
+        listens = list(self._listens.values())
+        for item in self.mailbox.drain():
+            if isinstance(item, Expect):
+                waiters.append(item.waiter)
+            elif isinstance(item, Listen):
+                listens.append(item.subscription)
         self.mailbox.close_receiver()
         self._conn.close()
         self._entries.clear()
+        self._listens.clear()
         self._tokens.clear()
         self._deadlines.clear()
         reason = _loss_reason(error)
         for waiter in waiters:
             waiter.resolve(outcome.Error(self._disconnected(waiter, error, reason)))
         self._failed_total += len(waiters)
+        for subscription in listens:
+            subscription.end(ListenEnded(error=error))
         if tell:
             with contextlib.suppress(
                 trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
@@ -706,6 +908,11 @@ class PendingCalls:
         )
         exc.__cause__ = error
         return exc
+
+
+def _is_id(value: Any) -> bool:
+    """Whether ``value`` can be a request id of ours (an int or a string; not ``true``)."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
 
 
 def _loss_reason(error: McpError) -> str:

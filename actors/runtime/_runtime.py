@@ -48,6 +48,7 @@ import trio
 
 from ...protocol._errors import (
     InvalidToolOutput,
+    LocalProtocolError,
     McpError,
     McpTransportConfigError,
     RuntimeClosed,
@@ -183,6 +184,14 @@ def open_default_transport(
             sink,
         )
     raise McpTransportConfigError(f"server {config.name!r}: unknown transport {kind!r}")
+
+
+def _checked_uri(uri: Any) -> str:
+    if not isinstance(uri, str) or not uri:
+        raise LocalProtocolError(
+            f"a resource subscription needs the resource's URI (a non-empty string), got {uri!r}"
+        )
+    return uri
 
 
 def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
@@ -516,6 +525,33 @@ class Runtime:
         building block of the model's resource and prompt tools."""
         self._check_open()
         return await self._resources.list_page(listing, server, cursor)
+
+    def subscribe_resource(self, server: str, uri: str) -> None:
+        """Want ``notifications/resources/updated`` for the resource ``uri`` of ``server``:
+        each one becomes a :class:`ResourceUpdated` event. Kept across reconnections, in both
+        eras: a 2026-07-28 session asks for it in its ``subscriptions/listen``
+        (``resourceSubscriptions``: the listen is opened again with the new set), a session of
+        the handshake revisions sends ``resources/subscribe``; each in its own task, at once
+        when the server is READY, else when it is. A server that does not offer subscriptions
+        (no ``resources.subscribe``) sends no updates, and one that refuses a URI is logged
+        as a warning under ``trio_mcp.server.<name>``.
+
+        Raises :class:`ServerUnavailable` for a server that is not configured,
+        :class:`LocalProtocolError` for a ``uri`` that is not a non-empty string, or
+        :class:`RuntimeClosed`."""
+        self._check_open()
+        self._supervisor(server).subscriptions.add(_checked_uri(uri))
+
+    def unsubscribe_resource(self, server: str, uri: str) -> None:
+        """Want no more updates of ``uri`` on ``server`` (see :meth:`subscribe_resource`);
+        nothing happens when it was not subscribed."""
+        self._check_open()
+        self._supervisor(server).subscriptions.discard(_checked_uri(uri))
+
+    def resource_subscriptions(self, server: str) -> frozenset[str]:
+        """The resource URIs of ``server`` the host subscribed to (:meth:`subscribe_resource`):
+        what its sessions ask the server for, whatever the server honours."""
+        return self._supervisor(server).subscriptions.uris
 
     def offering(self, capability: Capability) -> tuple[str, ...]:
         """The servers that are READY now and declare ``capability`` (``"resources"`` or

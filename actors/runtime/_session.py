@@ -22,6 +22,12 @@ it is the task (:meth:`Session.run`) whose nursery holds the connection's actors
   frames (not a :class:`~trio_mcp.transports.ResumableTransport`: one built around the HTTP
   transport, such as the chaos transport) has no control loop: the table ends the connection
   at its first expiry;
+- the **subscriber** (:class:`~trio_mcp.actors.runtime._subscriptions.Subscriber`): in
+  2026-07-28, the ``subscriptions/listen`` request through which the server sends its change
+  notifications (opened before the first listing; what it receives goes to the dispatcher, as
+  a legacy server's notifications do); in the handshake revisions, the host's resource
+  subscriptions (``resources/subscribe``). Only when the server's capabilities give it
+  something to do;
 - the session task itself: the era detection and the handshake (see below) and the first tool
   listing, after which it starts the re-lister; its nursery then holds the actors above until
   the connection ends.
@@ -88,6 +94,7 @@ from ...protocol._headers import ParamHeaders, request_headers
 from ...protocol._jsonrpc import (
     Notification,
     Request,
+    RequestId,
     cancel_notification,
     serialize,
 )
@@ -134,14 +141,17 @@ from ._pending import (
     ConnectionLost,
     Expect,
     Forget,
+    Listen,
     Mailbox,
     PendingCalls,
     PendingStatistics,
     ProgressCallback,
+    Subscription,
     TimedOut,
     Waiter,
 )
 from ._registry import ToolRefusal
+from ._subscriptions import LISTEN, ResourceSubscriptions, Subscriber, listen_filter, subscribes
 from ._toolcheck import check_listing, json_size
 
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
@@ -239,6 +249,9 @@ class Session:
     #: The server's result cache, lent to this generation by the supervisor (None: results
     #: are not cached). Used in a modern session only (see :meth:`through_cache`).
     cache: CacheLease | None = None
+    #: The resource URIs the host wants updates for (the supervisor's, across connections);
+    #: None: a set of the session's own, empty.
+    subscriptions: ResourceSubscriptions | None = None
 
     #: what the handshake established (set by the session's task, once, before it is ready)
     info: SessionInfo | None = attrs.field(default=None, init=False)
@@ -267,6 +280,9 @@ class Session:
     #: Set while the tools are listed again after a -32020 answer (concurrent calls that got
     #: one wait for that listing instead of making their own).
     _header_relisting: trio.Event | None = attrs.field(default=None, init=False)
+    #: The session's nursery (set by its task) and its subscription task, once started.
+    _nursery: trio.Nursery | None = attrs.field(default=None, init=False)
+    _subscriber: Subscriber | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         # One slot each: a re-listing or a new session asked for while one is pending is the
@@ -333,9 +349,11 @@ class Session:
             await nursery.start(dispatcher.run)
             if resumable is not None:
                 nursery.start_soon(self._control, nursery, resumable)
+            self._nursery = nursery
             listing = await self._handshake()
             self._established = True
             nursery.start_soon(self._relister)
+            await self._start_subscriber()
             task_status.started(listing)
 
     async def _control(self, nursery: trio.Nursery, transport: ResumableTransport) -> None:
@@ -574,6 +592,7 @@ class Session:
         )
         assert self._dispatch is not None
         await self._dispatch.send(ModernSession())
+        await self._start_subscriber()  # the listen goes out before the listing
         listing = Listing(tools=(), refused=())
         if result.capabilities.tools is not None:
             listing = await self.list_tools(cached=True)
@@ -656,6 +675,8 @@ class Session:
             return
         await transport.resume()
         self._log.info("a new session is initialized (protocol %s)", version)
+        if self._subscriber is not None:  # the new session has no resource subscriptions
+            self._subscriber.renewed()
         caps = result.capabilities
         try:
             if self.config.log_level is not None and caps.logging is not None:
@@ -960,7 +981,7 @@ class Session:
             method=method,
         )
 
-    def _tell_cancelled(self, request_id: int, method: str) -> None:
+    def _tell_cancelled(self, request_id: RequestId, method: str) -> None:
         """Tell the server that nobody waits for ``request_id`` any more (best effort: not when
         the outbox is full or the connection has ended; never for ``initialize``)."""
         notice = cancel_notification(request_id, method, "the client stopped waiting")
@@ -1317,6 +1338,90 @@ class Session:
                 self._log.warning("re-listing tools failed: %s", exc)
                 continue
             await self.supervisor.send(Relisted(generation=self.generation, listing=listing))
+
+    # ------------------------------------------------------------------ subscriptions
+
+    async def _start_subscriber(self) -> None:
+        """Start the session's subscription task, once, when the server's capabilities give
+        it something to do: a change it announces or resource subscriptions (2026-07-28:
+        returns once its listen went out, so that nothing the server changes after the
+        listing can be missed), resource subscriptions (the handshake revisions)."""
+        nursery, session_info = self._nursery, self.info
+        if self._subscriber is not None or nursery is None or session_info is None:
+            return
+        caps = session_info.capabilities
+        if session_info.era is Era.MODERN:
+            needed = subscribes(caps) or listen_filter(caps, frozenset()) is not None
+        else:
+            needed = subscribes(caps)
+        if not needed:
+            return
+        interest = self.subscriptions or ResourceSubscriptions()
+        self._subscriber = Subscriber(session=self, interest=interest)
+        await nursery.start(self._subscriber.run)
+
+    async def _open_listen(self, notifications: Mapping[str, Any]) -> Subscription:
+        """Send ``subscriptions/listen`` asking for ``notifications``, with the request
+        envelope (and its HTTP headers): the :class:`Subscription` that the table feeds with
+        what names it. Its id is registered with the table first, like a call's, but it is no
+        call: no deadline, no waiter. Raises :class:`ServerDisconnected` when the connection
+        has ended (nothing was sent)."""
+        request_id = next(self._ids)
+        params = _with_meta({"notifications": dict(notifications)}, self._envelope, None)
+        frame = serialize(Request(id=request_id, method=LISTEN, params=params))
+        headers = None if self._headed is None else self._request_headers(LISTEN, params)
+        subscription = Subscription(request_id)
+        try:
+            await self.mailbox.send(
+                Listen(request_id=request_id, subscription=subscription), ITEM_OVERHEAD
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await trio.lowlevel.checkpoint()
+            raise self._not_sent(LISTEN, "the connection has ended") from None
+        sent = False
+        try:
+            await self._send(frame, request_id, now=False, headers=headers)
+            sent = True
+        except TransportClosed as exc:
+            raise self._not_sent(LISTEN, str(exc)) from exc
+        finally:
+            if not sent:
+                self._forget_listen(request_id, tell=False)
+        return subscription
+
+    def _forget_listen(self, request_id: RequestId, *, tell: bool = True) -> None:
+        """Stop taking what names the listen ``request_id`` and (``tell``) tell the server,
+        best effort, without waiting: for a subscriber that is cancelled."""
+        with contextlib.suppress(
+            trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+        ):
+            self.mailbox.send_nowait(Forget(request_id=request_id))
+        if tell:
+            self._tell_cancelled(request_id, LISTEN)
+
+    async def _close_listen(self, request_id: RequestId) -> None:
+        """Close the listen ``request_id``: ``notifications/cancelled`` naming it (over 2026-07-28
+        HTTP the transport closes its stream instead), waiting for room in the outbox."""
+        self._forget_listen(request_id, tell=False)
+        notice = cancel_notification(request_id, LISTEN, "the client closed the subscription")
+        assert notice is not None
+        frame = serialize(notice)
+        with contextlib.suppress(TransportError):
+            try:
+                self.transport.send_nowait(frame)
+            except trio.WouldBlock:
+                await self.transport.send(frame)
+
+    def _forward(self, notification: Notification) -> None:
+        """Hand a notification received on a listen to the dispatcher, which acts on it as on
+        a legacy server's (the re-lister, the host's events)."""
+        assert self._dispatch is not None
+        try:
+            self._dispatch.send_nowait(notification)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            self._log.warning(
+                "the dispatcher is behind: %s from the server dropped", notification.method
+            )
 
 
 @functools.cache

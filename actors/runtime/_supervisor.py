@@ -90,6 +90,7 @@ from ._events import ServerState, ServerStateChanged
 from ._pending import ConnectionLost, PendingItem
 from ._registry import Registry, RegistryView, ReplaceTools, ToolRefusal, Withdrawn, WithdrawServer
 from ._session import Listing, Relisted, Session, SessionInfo
+from ._subscriptions import ResourceSubscriptions
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -259,6 +260,9 @@ class ServerSupervisor:
     #: Why the server must not start although it is enabled (a project server the user has not
     #: approved: the reason says how to approve it). It stays DISABLED with this as its error.
     hold: str | None = None
+    #: The resource URIs the host wants updates for on this server (``rt.subscribe_resource``),
+    #: handed to every session: each one subscribes to them in its era.
+    subscriptions: ResourceSubscriptions = attrs.field(factory=ResourceSubscriptions)
 
     inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
@@ -831,6 +835,7 @@ class ServerSupervisor:
                             start_era=era,
                             start_version=version,
                             cache=cache,
+                            subscriptions=self.subscriptions,
                         )
                         error: BaseException
                         try:

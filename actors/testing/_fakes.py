@@ -10,7 +10,11 @@
 - ``"modern"``: only the stateless 2026-07-28. It answers ``server/discover``, checks the
   ``_meta`` envelope of every request (-32602 when a required key is missing, -32022 with the
   versions it supports for a version it does not), puts ``resultType`` in every result, and
-  refuses ``initialize`` with -32022 (as a modern-only server names what it supports).
+  refuses ``initialize`` with -32022 (as a modern-only server names what it supports). It
+  serves ``subscriptions/listen``: it acknowledges what it honours (everything asked, less
+  ``listen_ignores``), sends its change notifications only on the listens that asked for them
+  (tagged with the listen's id in ``_meta["io.modelcontextprotocol/subscriptionId"]``), and
+  ends them on demand (:meth:`FakeServer.end_listens`).
 - ``"dual"``: both; each connection speaks the era of its first request (``initialize``: the
   handshake revisions; anything else: 2026-07-28), as the official Python SDK's servers do.
 
@@ -91,6 +95,7 @@ from ...protocol._versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     MODERN_VERSIONS,
 )
 from ...transports._base import (
@@ -152,6 +157,13 @@ _CACHEABLE: Final = frozenset(
 #: What :attr:`FakeServer.results` may hold for a method: a raw result, or a function of the
 #: request's params giving one (raising :class:`RpcError` to answer with an error).
 CannedResult: TypeAlias = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
+#: The flags of a ``subscriptions/listen`` filter, by the list they are about.
+_LISTEN_FLAGS: Final = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+_LISTEN_URIS: Final = "resourceSubscriptions"
 
 
 # --------------------------------------------------------------------------- catalog entries
@@ -375,6 +387,35 @@ class ServerEnd(Protocol):
     async def aclose(self) -> None: ...
 
 
+@attrs.frozen(kw_only=True)
+class ListenSeen:
+    """A ``subscriptions/listen`` the fake received: on which connection, its id (the
+    subscription id), the ``notifications`` it asked for, and when (trio time)."""
+
+    connection: int
+    request_id: RequestId
+    notifications: Mapping[str, Any]
+    at: float
+
+
+@attrs.define(eq=False)
+class _Listen:
+    """One ``subscriptions/listen`` the fake serves: what it honours, and how it is to end."""
+
+    request_id: RequestId
+    honoured: dict[str, Any]
+    acknowledged: bool = False
+    #: ``"result"`` (answer it) or ``"cancelled"`` (send notifications/cancelled naming it)
+    how: str | None = None
+    ended: trio.Event = attrs.Factory(trio.Event)
+
+    def notices(self, kind: str) -> bool:
+        return self.acknowledged and self.honoured.get(_LISTEN_FLAGS[kind]) is True
+
+    def watches(self, uri: str) -> bool:
+        return self.acknowledged and uri in self.honoured.get(_LISTEN_URIS, ())
+
+
 @attrs.define(eq=False)
 class _Connection:
     """What the fake knows about one client connection."""
@@ -386,6 +427,8 @@ class _Connection:
     replies: dict[RequestId, _Reply] = attrs.Factory(dict)
     ids: IdAllocator = attrs.Factory(IdAllocator)
     subscriptions: set[str] = attrs.Factory(set)
+    #: The open subscriptions/listen requests (2026-07-28), by id.
+    listens: dict[RequestId, _Listen] = attrs.Factory(dict)
     log_level: str | None = None
     protocol_version: str | None = None
     #: The era this connection speaks: decided by its first request (see FakeServer.era).
@@ -631,11 +674,14 @@ class FakeServer:
     request's params giving one),
     ``crash_after_calls`` (a connection is dropped, unanswered, when its ``tools/call`` number
     N + 1 arrives), ``list_changed_after_calls`` (after every N answered calls the fake sends
-    ``notifications/tools/list_changed``), and :meth:`disconnect`.
+    ``notifications/tools/list_changed``), and :meth:`disconnect`. ``listen_ignores``: filter
+    keys (``"promptsListChanged"``...) and resource URIs a 2026-07-28 ``subscriptions/listen``
+    is not honoured for (left out of the acknowledgement, never notified).
 
     Records (read them in assertions): :attr:`connect_times`, :attr:`requests`,
     :attr:`notifications`, :attr:`cancellations`, :attr:`log_levels`,
-    :attr:`invalid_frames`, :attr:`connections` (live), :attr:`served` (total).
+    :attr:`invalid_frames`, :attr:`connections` (live), :attr:`served` (total),
+    :attr:`listens` and :attr:`open_listens`.
     """
 
     name: str = "fake"
@@ -673,6 +719,7 @@ class FakeServer:
     http_headers: bool = False
     modern_versions: tuple[str, ...] = attrs.field(default=MODERN_VERSIONS, converter=_str_tuple)
     unsupported_version_answers: int = 0
+    listen_ignores: set[str] = attrs.field(factory=set, converter=_str_set)
     #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
     #: into the sink it was opened with: a session's mailbox).
     max_bytes: int = 256 * 1024
@@ -697,6 +744,8 @@ class FakeServer:
     served: int = attrs.field(default=0, init=False)
     #: With ``http_headers``: ``(method, headers)`` of every request received, in order.
     headers_received: list[tuple[str, dict[str, str]]] = attrs.field(factory=list, init=False)
+    #: Every ``subscriptions/listen`` received, in order.
+    listens: list[ListenSeen] = attrs.field(factory=list, init=False)
 
     _live: list[_Connection] = attrs.field(factory=list, init=False)
     _calls_answered: int = attrs.field(default=0, init=False)
@@ -741,8 +790,18 @@ class FakeServer:
 
     @property
     def subscriptions(self) -> frozenset[str]:
-        """The resource URIs some live connection is subscribed to."""
-        return frozenset(uri for conn in self._live for uri in conn.subscriptions)
+        """The resource URIs some live connection is subscribed to (``resources/subscribe``,
+        or an open ``subscriptions/listen`` that honours them)."""
+        uris = {uri for conn in self._live for uri in conn.subscriptions}
+        for conn in self._live:
+            for listen in conn.listens.values():
+                uris.update(listen.honoured.get(_LISTEN_URIS, ()))
+        return frozenset(uris)
+
+    @property
+    def open_listens(self) -> dict[int, tuple[RequestId, ...]]:
+        """The ``subscriptions/listen`` requests open now, by connection number."""
+        return {conn.number: tuple(conn.listens) for conn in self._live if conn.listens}
 
     # ------------------------------------------------------------------ pushing to clients
 
@@ -756,20 +815,52 @@ class FakeServer:
     async def emit_list_changed(self, kind: str = "tools") -> int:
         """Send ``notifications/<kind>/list_changed`` on every live connection (``kind`` is
         ``"tools"``, ``"resources"`` or ``"prompts"``; anything else raises
-        :class:`ValueError`). Returns on how many connections it was sent."""
+        :class:`ValueError`); on a 2026-07-28 connection, on each acknowledged listen that
+        honours that kind, with its subscription id. Returns how many were sent."""
         if kind not in _LIST_KINDS:
             raise ValueError(f"kind must be one of {', '.join(_LIST_KINDS)}, got {kind!r}")
-        return await self.notify(f"notifications/{kind}/list_changed")
+        method = f"notifications/{kind}/list_changed"
+        sent = 0
+        for conn in list(self._live):
+            if conn.era != "modern":
+                sent += await conn.send(Notification(method=method))
+                continue
+            for listen in list(conn.listens.values()):
+                if listen.notices(kind):
+                    sent += await conn.send(Notification(method=method, params=_tagged(listen)))
+        return sent
 
     async def notify_resource_updated(self, uri: str) -> int:
         """Send ``notifications/resources/updated`` for ``uri`` on every live connection that
-        subscribed to it; returns on how many."""
+        subscribed to it (on a 2026-07-28 connection, on each acknowledged listen that
+        honours it, with its subscription id); returns how many were sent."""
+        method = "notifications/resources/updated"
         sent = 0
         for conn in list(self._live):
             if uri in conn.subscriptions:
-                notice = Notification(method="notifications/resources/updated", params={"uri": uri})
-                sent += await conn.send(notice)
+                sent += await conn.send(Notification(method=method, params={"uri": uri}))
+            for listen in list(conn.listens.values()):
+                if listen.watches(uri):
+                    params = {"uri": uri, **_tagged(listen)}
+                    sent += await conn.send(Notification(method=method, params=params))
         return sent
+
+    async def end_listens(self, how: str = "result") -> int:
+        """End every open ``subscriptions/listen`` from the server side: ``"result"``
+        answers it (``resultType: "complete"``, the graceful end), ``"cancelled"`` sends
+        ``notifications/cancelled`` naming it and no answer. Returns how many were ended
+        (the answers go out from the listens' own tasks, a moment later)."""
+        if how not in ("result", "cancelled"):
+            raise ValueError(f"how must be 'result' or 'cancelled', got {how!r}")
+        ended = 0
+        for conn in self._live:
+            for listen in conn.listens.values():
+                if listen.how is None:
+                    listen.how = how
+                    listen.ended.set()
+                    ended += 1
+        await trio.lowlevel.checkpoint()
+        return ended
 
     async def disconnect(self) -> int:
         """Close every live connection from the server side (the clients see their transport
@@ -1082,6 +1173,8 @@ class FakeServer:
             return result
         if method in _REMOVED_IN_MODERN:
             raise _error(-32601, f"Method not found: {method} (removed in 2026-07-28)")
+        if method == "subscriptions/listen":
+            return await self._listen(conn, request, params)
         return await self._answer_common(conn, request, ctx, params)
 
     def _canned(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -1141,6 +1234,58 @@ class FakeServer:
         for name in given:
             if name.startswith(prefix) and name not in wanted:
                 raise _error(-32020, f"Header mismatch: {name} matches no annotated argument")
+
+    async def _listen(
+        self, conn: _Connection, request: Request, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Serve one ``subscriptions/listen`` until the client cancels it (its task is then
+        cancelled) or :meth:`end_listens`."""
+        asked = params.get("notifications")
+        if not isinstance(asked, Mapping):
+            raise _error(-32602, "Invalid params: subscriptions/listen needs 'notifications'")
+        self.listens.append(
+            ListenSeen(
+                connection=conn.number,
+                request_id=request.id,
+                notifications=dict(asked),
+                at=trio.current_time(),
+            )
+        )
+        ignores = self.listen_ignores
+        honoured: dict[str, Any] = {
+            flag: True
+            for flag in _LISTEN_FLAGS.values()
+            if asked.get(flag) is True and flag not in ignores
+        }
+        uris = asked.get(_LISTEN_URIS)
+        if isinstance(uris, list) and _LISTEN_URIS not in ignores:
+            kept = [uri for uri in uris if isinstance(uri, str) and uri not in ignores]
+            if kept:
+                honoured[_LISTEN_URIS] = kept
+        listen = _Listen(request_id=request.id, honoured=honoured)
+        conn.listens[request.id] = listen
+        try:
+            acknowledgement = {**_tagged(listen), "notifications": honoured}
+            # acknowledged from the moment its acknowledgement is on its way: what is sent on
+            # the connection after it goes after it
+            listen.acknowledged = True
+            await conn.send(
+                Notification(
+                    method="notifications/subscriptions/acknowledged", params=acknowledgement
+                )
+            )
+            await listen.ended.wait()
+        finally:
+            conn.listens.pop(request.id, None)
+        if listen.how == "cancelled":
+            notice = Notification(
+                method=CANCELLED_NOTIFICATION,
+                params={"requestId": request.id, "reason": "the server ended the subscription"},
+            )
+            await conn.send(notice)
+            conn.handling[request.id][0].cancel()  # no answer
+            await trio.sleep_forever()
+        return _tagged(listen)
 
     async def _answer_legacy(
         self, conn: _Connection, request: Request, ctx: ToolContext, params: dict[str, Any]
@@ -1368,6 +1513,11 @@ class FakeServer:
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def _tagged(listen: _Listen) -> dict[str, Any]:
+    """The ``_meta`` that ties a message to a listen: its subscription id."""
+    return {"_meta": {META_SUBSCRIPTION_ID: listen.request_id}}
 
 
 def _echo(arguments: Mapping[str, Any]) -> str:

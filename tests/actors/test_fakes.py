@@ -283,6 +283,73 @@ async def test_a_modern_fake_refuses_the_first_n_requests_with_32022() -> None:
     assert fake.unsupported_version_answers == 0
 
 
+async def test_a_modern_fake_serves_subscriptions_listen() -> None:
+    sub = "io.modelcontextprotocol/subscriptionId"
+    fake = FakeServer(
+        era="modern",
+        resources=[FakeResource("doc://a", "a"), FakeResource("doc://b", "b")],
+        listen_ignores={"doc://b"},
+    )
+    async with connected(fake, initialize=False) as client:
+        asked = {"toolsListChanged": True, "resourceSubscriptions": ["doc://a", "doc://b"]}
+        listen = await client.start("subscriptions/listen", modern({"notifications": asked}))
+        acknowledged = await client.receive()
+        assert acknowledged == {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {
+                "_meta": {sub: listen},
+                "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["doc://a"]},
+            },
+        }
+        (seen,) = fake.listens
+        assert (seen.connection, seen.request_id, seen.notifications) == (1, listen, asked)
+        assert fake.open_listens == {1: (listen,)}
+        assert fake.subscriptions == {"doc://a"}
+        # list changes and resource updates go on the listens that honour them, tagged
+        assert await fake.emit_list_changed("tools") == 1
+        assert await fake.emit_list_changed("prompts") == 0
+        assert await fake.notify_resource_updated("doc://a") == 1
+        assert await fake.notify_resource_updated("doc://b") == 0
+        assert [await client.receive() for _ in range(2)] == [
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+                "params": {"_meta": {sub: listen}},
+            },
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "doc://a", "_meta": {sub: listen}},
+            },
+        ]
+        # the graceful end: its answer
+        assert await fake.end_listens() == 1
+        assert (await client.answer(listen))["result"] == {
+            "_meta": {sub: listen},
+            "resultType": "complete",
+        }
+        assert fake.open_listens == {}
+        # the other end: notifications/cancelled naming it, and no answer
+        second = await client.start("subscriptions/listen", modern({"notifications": asked}))
+        await client.receive()  # its acknowledgement
+        assert await fake.end_listens("cancelled") == 1
+        assert await client.receive() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": second, "reason": "the server ended the subscription"},
+        }
+        # a client's cancel ends it too
+        third = await client.start("subscriptions/listen", modern({"notifications": asked}))
+        await client.receive()
+        await client.send({"method": "notifications/cancelled", "params": {"requestId": third}})
+        await trio.testing.wait_all_tasks_blocked()
+        assert fake.open_listens == {}
+        assert (await client.error("subscriptions/listen", modern()))["code"] == -32602
+    with pytest.raises(ValueError, match="how must be"):
+        await fake.end_listens("later")
+
+
 async def test_a_modern_fake_logs_only_at_the_requests_own_level_and_sends_no_requests() -> None:
     async def talk(arguments: dict[str, Any], ctx: ToolContext) -> str:
         sent = [await ctx.log("info", "i"), await ctx.log("error", "e")]

@@ -97,7 +97,8 @@ async def test_a_modern_server_is_found_by_the_probe_and_spoken_to_without_a_han
         assert trio.current_time() == 0
         result = await rt.call("mcp_m_echo", {"x": 1})
         assert result.text == '{"x":1}'
-    assert methods(fake) == ["server/discover", "tools/list", "tools/call"]
+    # the listen for the server's changes goes out before the first listing
+    assert methods(fake) == ["server/discover", "subscriptions/listen", "tools/list", "tools/call"]
     assert fake.notifications == []  # no notifications/initialized
     for _, params in fake.requests:
         meta = meta_of(params)
@@ -150,7 +151,8 @@ async def test_modern_requests_carry_the_log_level_and_the_2026_capabilities(
     assert "logging/setLevel" not in methods(fake)
     call = meta_of(fake.requests[-1][1])
     assert call[LOG_LEVEL] == "warning"
-    assert call["progressToken"] == 3  # request ids: discover 1, tools/list 2, this call 3
+    # request ids: discover 1, subscriptions/listen 2, tools/list 3, this call 4
+    assert call["progressToken"] == 4
     assert call[CAPABILITIES] == {"roots": {}, "elicitation": {"form": {}}}
 
 
@@ -159,7 +161,7 @@ async def test_a_dual_server_is_spoken_to_in_2026(autojump_clock: Clock) -> None
     async with open_runtime(config(fake.server_config())) as rt:
         status = (await rt.wait_ready())["d"]
         assert (status.protocol_version, status.era) == (MODERN, Era.MODERN)
-    assert methods(fake) == ["server/discover", "tools/list"]
+    assert methods(fake) == ["server/discover", "subscriptions/listen", "tools/list"]
 
 
 async def test_a_legacy_server_refusing_the_probe_gets_the_handshake(autojump_clock: Clock) -> None:
@@ -209,7 +211,13 @@ async def test_a_modern_server_too_slow_for_the_probe_is_found_by_its_answer_to_
         assert (status.era, status.protocol_version) == (Era.MODERN, MODERN)
         # the probe gave up at 5; initialize was refused at once; discover again took 8
         assert trio.current_time() == 13
-    assert methods(fake) == ["server/discover", "initialize", "server/discover", "tools/list"]
+    assert methods(fake) == [
+        "server/discover",
+        "initialize",
+        "server/discover",
+        "subscriptions/listen",
+        "tools/list",
+    ]
 
 
 async def test_a_32022_answer_to_the_probe_is_retried_with_a_listed_version_never_legacy(
@@ -219,7 +227,12 @@ async def test_a_32022_answer_to_the_probe_is_retried_with_a_listed_version_neve
     async with open_runtime(config(fake.server_config())) as rt:
         status = (await rt.wait_ready())["m"]
         assert status.era is Era.MODERN
-    assert methods(fake) == ["server/discover", "server/discover", "tools/list"]
+    assert methods(fake) == [
+        "server/discover",
+        "server/discover",
+        "subscriptions/listen",
+        "tools/list",
+    ]
 
 
 async def test_a_modern_server_with_no_version_in_common_fails_without_falling_back(
@@ -413,7 +426,7 @@ async def test_the_era_is_remembered_and_the_next_connection_skips_the_probe(
     async with open_runtime(config(legacy.server_config(), modern.server_config())) as rt:
         await rt.wait_ready()
         assert methods(legacy) == ["server/discover", "initialize", "tools/list"]
-        assert methods(modern) == ["server/discover", "tools/list"]
+        assert methods(modern) == ["server/discover", "subscriptions/listen", "tools/list"]
         legacy.requests.clear()
         modern.requests.clear()
         await legacy.disconnect()
@@ -424,7 +437,7 @@ async def test_the_era_is_remembered_and_the_next_connection_skips_the_probe(
         assert rt.status()["m"].era is Era.MODERN
     # legacy: initialize at once; modern: discover (its capabilities), no legacy fallback
     assert methods(legacy) == ["initialize", "tools/list"]
-    assert methods(modern) == ["server/discover", "tools/list"]
+    assert methods(modern) == ["server/discover", "subscriptions/listen", "tools/list"]
 
 
 async def test_a_remembered_era_that_fails_is_forgotten_and_the_next_attempt_probes(
@@ -463,7 +476,7 @@ async def test_a_remembered_legacy_server_now_modern_is_spoken_to_in_2026_at_onc
         await reconnected(rt, "s", 2)
         assert rt.status()["s"].era is Era.MODERN
     # initialize (remembered legacy) is refused with -32022 naming 2026-07-28: switch
-    assert methods(fake) == ["initialize", "server/discover", "tools/list"]
+    assert methods(fake) == ["initialize", "server/discover", "subscriptions/listen", "tools/list"]
 
 
 async def test_a_forced_era_is_never_probed(autojump_clock: Clock) -> None:
@@ -586,6 +599,7 @@ async def test_modern_requests_go_with_their_headers_to_a_transport_that_takes_t
 
     assert transports["new"].sent == [
         headers("server/discover"),
+        headers("subscriptions/listen"),
         headers("tools/list"),
         headers("tools/call", **{"Mcp-Name": "t"}),
     ]

@@ -5,9 +5,10 @@ Under the runtime's root: one registry task and one supervisor task per configur
 siblings in the runtime's nursery. Under a supervisor that is READY (and settled): one connection
 task (one connection generation), holding the session's task (with its pending-call table, its
 dispatcher and its re-lister as tasks of their own; a Streamable HTTP session has its control loop
-too) and, for a stdio server, the transport's I/O tasks (reader, writer, stderr drain and exit
-waiter); an in-memory fake's end has no I/O task, and the fake serves it in the connection task's
-scope. Nothing else.
+too; a session with subscriptions, its subscriber: every 2026-07-28 session whose server
+announces changes, a legacy one whose server offers resource subscriptions) and, for a stdio
+server, the transport's I/O tasks (reader, writer, stderr drain and exit waiter); an in-memory
+fake's end has no I/O task, and the fake serves it in the connection task's scope. Nothing else.
 
 After a stdio server is killed with SIGKILL and comes back (generation 2, a new pid), the tree
 holds exactly one generation's tasks again, and wrappers around each actor's state-changing
@@ -29,14 +30,16 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, ServerState, open_runtime
 from trio_mcp.actors.runtime._dispatcher import Dispatcher
 from trio_mcp.actors.runtime._outputcheck import PatternWorker
-from trio_mcp.actors.runtime._pending import PendingCalls, Waiter
+from trio_mcp.actors.runtime._pending import PendingCalls, Subscription, Waiter
 from trio_mcp.actors.runtime._registry import Registry, ToolTable
+from trio_mcp.actors.runtime._subscriptions import Subscriber
 from trio_mcp.actors.runtime._supervisor import ServerSupervisor
-from trio_mcp.actors.testing import FakeServer, FakeTool
+from trio_mcp.actors.testing import FakeResource, FakeServer, FakeTool
 
 HOSTILE = Path(__file__).with_name("hostile_server.py")
 
@@ -246,3 +249,61 @@ async def test_the_checking_process_task_appears_with_the_first_schema_with_patt
     assert {task for _, task in runs} == {"PatternWorker.run"}
     assert runs[("_start", "PatternWorker.run")] == 1
     assert runs[("_check", "PatternWorker.run")] == 2
+
+
+async def test_a_modern_session_has_its_subscriber_and_a_legacy_one_only_for_resources(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 2026-07-28 session whose server announces changes has one more task under its session
+    task: ``Subscriber.run``, which owns its ``subscriptions/listen`` (with
+    ``Subscriber._watch_interest`` below it when the server offers resource subscriptions:
+    it wakes the subscriber when the host's resource set changes). A legacy session has one
+    only when the server offers resource subscriptions; the subscriber's notifications reach
+    the dispatcher, which alone acts on them (and the table alone feeds the subscriber)."""
+    runs: Counter[tuple[str, str]] = Counter()
+    owners = {
+        (Subscription, "push"): "PendingCalls.run",
+        (Subscription, "end"): "PendingCalls.run",
+        (Subscriber, "_received"): "Subscriber.run",
+        (Dispatcher, "_handle"): "Dispatcher.run",
+    }
+    for cls, name in owners:
+        original = getattr(cls, name)
+
+        def wrapper(*args: Any, __original: Any = original, __key: str = name, **kw: Any) -> Any:
+            runs[(__key, short(trio.lowlevel.current_task()))] += 1
+            return __original(*args, **kw)
+
+        monkeypatch.setattr(cls, name, wrapper)
+    modern = FakeServer(name="new", era="modern", tools=[FakeTool("t")])
+    resources = FakeServer(
+        name="res", era="modern", resources=[FakeResource("doc://a", "a")], tools=[FakeTool("t")]
+    )
+    legacy = FakeServer(name="old", resources=[FakeResource("doc://a", "a")])
+    config = RuntimeConfig(
+        servers=(modern.server_config(), resources.server_config(), legacy.server_config())
+    )
+    with trio.fail_after(60):
+        async with open_runtime(config) as rt:
+            await rt.wait_ready()
+            root = trio.lowlevel.current_root_task()
+            by_server = {_server_of(s): s for s in find(root, "ServerSupervisor.run")}
+            subscriber = Counter({"Subscriber.run": 1})
+            watcher = Counter({"Subscriber._watch_interest": 1})
+            # the fake serves the open listen in a request task of its own, beside its end
+            fake = Counter({"FakeServer.serve_transport": 1, "FakeServer._serve_request": 1})
+            assert shape(by_server["new"]) == SESSION_TASKS + subscriber + fake
+            assert shape(by_server["res"]) == SESSION_TASKS + subscriber + watcher + fake
+            legacy_fake = Counter({"FakeServer.serve_transport": 1})
+            assert shape(by_server["old"]) == SESSION_TASKS + subscriber + watcher + legacy_fake
+            for name in ("new", "res", "old"):
+                (session,) = find(by_server[name], "Session.run")
+                (task,) = find(session, "Subscriber.run")
+                assert task.parent_nursery is find(session, "Dispatcher.run")[0].parent_nursery
+            # what the listens hear, and their ends, run through the owners' tasks only
+            await modern.emit_list_changed()
+            await modern.end_listens()
+            await trio.testing.wait_all_tasks_blocked()
+    expected = {name: owner for (_, name), owner in owners.items()}
+    assert {name for name, _ in runs} == set(expected)
+    assert {(name, task) for name, task in runs if task != expected[name]} == set()

@@ -175,7 +175,12 @@ async def test_tools_call_at_2026_07_28_speaks_it_without_a_handshake(
 ) -> None:
     fake = FakeServer(name="mock", era="modern", tools=[FakeTool("add_numbers")])
     await run_scenario("tools_call", server(fake), "2026-07-28")
-    assert [m for m, _ in fake.requests] == ["server/discover", "tools/list", "tools/call"]
+    assert [m for m, _ in fake.requests] == [
+        "server/discover",
+        "subscriptions/listen",  # the server announces tool changes: listen for them
+        "tools/list",
+        "tools/call",
+    ]
     for _, params in fake.requests:
         assert params is not None
         meta = params["_meta"]
@@ -188,7 +193,12 @@ async def test_request_metadata_retries_the_refused_first_request(autojump_clock
     # The suite's mock refuses the first request with -32022 naming 2026-07-28.
     fake = FakeServer(name="mock", era="modern", unsupported_version_answers=1)
     await run_scenario("request-metadata", server(fake), "2026-07-28")
-    assert [m for m, _ in fake.requests] == ["server/discover", "server/discover", "tools/list"]
+    assert [m for m, _ in fake.requests] == [
+        "server/discover",
+        "server/discover",
+        "subscriptions/listen",
+        "tools/list",
+    ]
 
 
 async def test_a_2026_scenario_fails_when_the_server_was_spoken_to_in_a_handshake_revision(

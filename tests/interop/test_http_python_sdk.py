@@ -40,7 +40,7 @@ from trio_mcp.protocol._errors import HttpStatusError
 pytestmark = pytest.mark.interop
 
 BOUND = 20.0
-TOOLS = {"add", "count_slowly", "echo", "interrupt", "slow"}
+TOOLS = {"add", "add_tool", "count_slowly", "echo", "interrupt", "slow"}
 
 
 @pytest.fixture(scope="module")

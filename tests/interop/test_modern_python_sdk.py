@@ -12,6 +12,7 @@ Over HTTP the SDK also checks the ``Mcp-Method`` and ``Mcp-Name`` request header
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from collections.abc import Iterator
@@ -22,8 +23,22 @@ import pytest
 import trio
 
 from tests.interop.servers.http_process import HttpServerProcess, python_http_server
-from tests.interop.support import CALL_BOUND, everything_server, interop_runtime, python_server
-from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, ServerState, open_runtime
+from tests.interop.support import (
+    CALL_BOUND,
+    everything_server,
+    interop_runtime,
+    next_event,
+    python_server,
+)
+from trio_mcp.actors import (
+    RetryPolicy,
+    Runtime,
+    RuntimeConfig,
+    ServerConfig,
+    ServerState,
+    ToolsChanged,
+    open_runtime,
+)
 from trio_mcp.protocol import (
     CallTimeout,
     Era,
@@ -102,6 +117,36 @@ async def test_stdio_the_sdk_is_found_by_the_probe_and_spoken_to_in_2026() -> No
                 "result": 42
             }
         assert rt.status()["py"].generation == 1
+
+
+async def test_stdio_a_tool_added_at_run_time_reaches_the_registry_through_the_listen(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The SDK serves subscriptions/listen (its subscription bus): the session's listen asks
+    for what its server/discover announces, and the SDK's tool change, which it sends only on
+    the listens that asked for it, is listed again and registered."""
+    caplog.set_level(logging.WARNING, logger="trio_mcp.server.py")
+    async with interop_runtime(python_server("py")) as (rt, _):
+        assert rt.status()["py"].era is Era.MODERN
+        session = rt._supervisors["py"].ready_session()
+        assert session.statistics().subscriptions == 1
+        await assert_added_through_the_listen(rt, "stdio")
+    assert [r.getMessage() for r in caplog.records] == []  # everything asked was honoured
+
+
+async def assert_added_through_the_listen(rt: Runtime, name: str) -> None:
+    with rt.events() as events:
+        with trio.fail_after(CALL_BOUND):
+            result = await rt.call("mcp_py_add_tool", {"name": f"greeter_{name}"})
+        assert result.text == f"added greeter_{name}"
+        change = await next_event(
+            events, lambda e: isinstance(e, ToolsChanged) and e.server == "py"
+        )
+    assert isinstance(change, ToolsChanged)
+    assert change.added == (f"mcp_py_greeter_{name}",)
+    with trio.fail_after(CALL_BOUND):
+        greeted = await rt.call(f"mcp_py_greeter_{name}", {"who": "Ann"})
+    assert greeted.text == f"greeter_{name} greets Ann"
 
 
 async def test_stdio_both_eras_side_by_side_and_the_era_is_remembered() -> None:
@@ -223,3 +268,18 @@ async def test_http_a_timed_out_call_is_cancelled_by_closing_its_stream(
                 "result": 2
             }
         assert rt.status()["py"].state is ServerState.READY
+
+
+@pytest.mark.parametrize("mode", ["sse", "json", "stateless"])
+async def test_http_a_tool_added_at_run_time_reaches_the_registry_through_the_listen(
+    servers: dict[str, HttpServerProcess], mode: str
+) -> None:
+    """Over Streamable HTTP the listen is a POST whose answer is a long-lived SSE stream (also
+    in the SDK's JSON mode: a listen is always a stream); the change comes on it."""
+    async with ready(servers[mode].url("/mcp")) as rt:
+        session = rt._supervisors["py"].ready_session()
+        assert session.statistics().subscriptions == 1
+        await assert_added_through_the_listen(rt, mode)
+        transport = session.transport
+        assert isinstance(transport, HttpTransport)
+        assert transport.statistics().waiting == 0

@@ -10,7 +10,10 @@
   With ``era="modern"`` (or ``"dual"``, for requests that carry the 2026-07-28 envelope) it is
   a stateless 2026-07-28 server: POST only, the ``MCP-Protocol-Version`` header checked against
   ``_meta`` (-32020), the envelope (-32602) and the version (-32022) checked, errors as 400 or
-  404 with a JSON-RPC body, ``server/discover``.
+  404 with a JSON-RPC body, ``server/discover``, and ``subscriptions/listen``: a long-lived SSE
+  answer (:class:`HttpListen`) that acknowledges, sends keep-alive comments, carries the
+  notifications the test pushes, and ends as the test says (an answer, a cut connection, a
+  stream that ends without an answer).
 - :class:`FakeLegacySse` is a legacy HTTP+SSE MCP server (``endpoint`` event, 202 POSTs).
 
 Everything runs in the test's own trio run, so a test coordinates with the server through
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -431,6 +435,45 @@ class FakeStream:
 
 
 @attrs.define(eq=False)
+class HttpListen:
+    """One ``subscriptions/listen`` the modern fake serves: what it asked for and honours, its
+    stream, and how it ends. ``closed`` turns true when a write found the client gone (it
+    closed the stream: how a 2026-07-28 client cancels)."""
+
+    request_id: Any
+    notifications: dict[str, Any]
+    honoured: dict[str, Any]
+    at: float
+    reply: Reply | None = None
+    #: ``"result"`` (the graceful end), ``"drop"`` (the connection is cut), ``"close"`` (the
+    #: stream ends without an answer)
+    how: str | None = None
+    ended: trio.Event = attrs.field(factory=trio.Event)
+    closed: bool = False
+    comments: int = 0
+
+    @property
+    def open(self) -> bool:
+        return self.reply is not None and self.how is None and not self.closed
+
+    def tagged(self, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {**(params or {}), "_meta": {SUBSCRIPTION_ID_KEY: self.request_id}}
+
+    async def write(self, data: bytes) -> bool:
+        if self.reply is None or self.closed:
+            return False
+        try:
+            await self.reply.write(data)
+        except ClientGone:
+            self.closed = True
+            return False
+        return True
+
+    async def send(self, message: Any) -> bool:
+        return await self.write(sse_event(json.dumps(message)))
+
+
+@attrs.define(eq=False)
 class ToolCall:
     """What a fake tool gets: its arguments, the stream it answers on (``None`` for a JSON
     answer), the request id, and the fake itself."""
@@ -472,6 +515,19 @@ class FakeMcpHttp:
     modern_versions: tuple[str, ...] = ("2026-07-28",)
     #: The first N modern requests are refused with -32022, whatever version they carry.
     unsupported_version_answers: int = 0
+    #: What ``initialize`` answers (the handshake revisions; ``resources.subscribe`` lets a
+    #: client send ``resources/subscribe``, which the fake accepts).
+    legacy_capabilities: dict[str, Any] = attrs.field(
+        factory=lambda: {"tools": {"listChanged": True}}
+    )
+    #: What ``server/discover`` announces (``{"tools": {"listChanged": True}}`` makes a
+    #: client listen for tool changes).
+    modern_capabilities: dict[str, Any] = attrs.field(factory=lambda: {"tools": {}})
+    #: Seconds between the keep-alive comments of a listen's stream (None: none).
+    listen_keepalive: float | None = None
+    #: Filter keys a listen is not honoured for (left out of its acknowledgement).
+    listen_ignores: set[str] = attrs.field(factory=set)
+    listens: list[HttpListen] = attrs.field(factory=list)
 
     live: set[str] = attrs.field(factory=set)
     issued: list[str] = attrs.field(factory=list)
@@ -657,6 +713,9 @@ class FakeMcpHttp:
             supported = {"supported": list(self.modern_versions), "requested": version}
             await error(400, -32022, "Unsupported protocol version", supported)
             return
+        if method == "subscriptions/listen":
+            await self._listen(message, reply)
+            return
         if method not in ("server/discover", "tools/list", "tools/call"):
             await error(404, -32601, f"Method not found: {method}")
             return
@@ -670,6 +729,68 @@ class FakeMcpHttp:
         await stream.send(_complete(await self._answer(message, stream)))
         await stream.finish()
 
+    def open_listens(self) -> list[HttpListen]:
+        return [listen for listen in self.listens if listen.open]
+
+    async def push_listens(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Send a notification on every open listen, tagged with its subscription id; how
+        many it went on."""
+        sent = 0
+        for listen in self.open_listens():
+            message = {"jsonrpc": "2.0", "method": method, "params": listen.tagged(params)}
+            sent += await listen.send(message)
+        self._notify()
+        return sent
+
+    async def end_listens(self, how: str) -> int:
+        """End every open listen: ``"result"``, ``"drop"`` or ``"close"`` (see
+        :class:`HttpListen`)."""
+        ended = 0
+        for listen in self.open_listens():
+            listen.how = how
+            listen.ended.set()
+            ended += 1
+        await trio.lowlevel.checkpoint()
+        return ended
+
+    async def _listen(self, message: dict[str, Any], reply: Reply) -> None:
+        """One listen's stream: the acknowledgement, keep-alive comments, what the test pushes,
+        until the test ends it or the client closes it."""
+        asked = dict((message.get("params") or {}).get("notifications") or {})
+        honoured = {key: value for key, value in asked.items() if key not in self.listen_ignores}
+        listen = HttpListen(
+            request_id=message["id"],
+            notifications=asked,
+            honoured=honoured,
+            at=trio.current_time(),
+        )
+        self.listens.append(listen)
+        await reply.start()
+        listen.reply = reply
+        acknowledgement = {"notifications": honoured}
+        await listen.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/subscriptions/acknowledged",
+                "params": listen.tagged(acknowledgement),
+            }
+        )
+        self._notify()
+        interval = self.listen_keepalive if self.listen_keepalive is not None else math.inf
+        while listen.how is None and not listen.closed:
+            with trio.move_on_after(interval):
+                await listen.ended.wait()
+            if listen.how is None and await listen.write(b": keep-alive\n\n"):
+                listen.comments += 1
+            self._notify()
+        self._notify()
+        if listen.how == "result":
+            answer = {"jsonrpc": "2.0", "id": listen.request_id, "result": listen.tagged()}
+            await listen.send(_complete(answer))
+        elif listen.how == "drop":
+            await reply.abort()
+        listen.reply = None
+
     async def _answer(self, message: dict[str, Any], stream: FakeStream | None) -> dict[str, Any]:
         method, rid = message["method"], message["id"]
         params = message.get("params") or {}
@@ -677,7 +798,7 @@ class FakeMcpHttp:
         if method == "initialize":
             result = {
                 "protocolVersion": self.protocol_version,
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": self.legacy_capabilities,
                 "serverInfo": {"name": "fake-http", "version": "1.0"},
             }
         elif method == "tools/list":
@@ -692,12 +813,12 @@ class FakeMcpHttp:
                 return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no"}}
             call = ToolCall(params["name"], params.get("arguments") or {}, stream, rid, self)
             result = await tool(call)
-        elif method == "ping":
+        elif method in ("ping", "resources/subscribe", "resources/unsubscribe"):
             result = {}
         elif method == "server/discover":
             result = {
                 "supportedVersions": list(self.modern_versions),
-                "capabilities": {"tools": {}},
+                "capabilities": self.modern_capabilities,
                 "_meta": {
                     "io.modelcontextprotocol/serverInfo": {"name": "fake-http", "version": "2.0"}
                 },
@@ -750,6 +871,7 @@ class FakeMcpHttp:
 
 
 MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
 MODERN_META_KEYS = (MODERN_VERSION_KEY, "io.modelcontextprotocol/clientCapabilities")
 
 

@@ -30,6 +30,16 @@ How messages move
   the server accepted it (202), so the server sees them in order (``notifications/initialized``
   before the next request). A refused one is logged as a warning; nobody waits for it.
 - A JSON array (a 2025-03-26 batch), in a JSON body or in an event, is split into messages.
+- A ``subscriptions/listen`` (2026-07-28) is a request whose answer is an SSE stream that stays
+  open as long as the subscription: it is read like any answer (its notifications go up as
+  frames; comment lines, the server's keep-alives, are skipped) until its response arrives or
+  the stream ends. It takes no ``max_in_flight`` slot (it never waits for one, nor holds one:
+  the slots are for calls), and is counted in ``statistics().in_flight`` while it lasts. Its
+  HTTP connection is one of the client's pool, which holds ``max_in_flight`` + 8 connections.
+  No time limit applies to it but ``read_timeout``, when one is set: set it above the
+  server's keep-alive interval, or a quiet listen is cut (the session then opens it again).
+  Closing it is closing its stream (a ``notifications/cancelled`` naming it, as for any
+  request in the stateless shape); a stream that breaks fails it as a ``RequestFailed``.
 - The first :meth:`~HttpTransport.set_protocol_version` also opens the GET stream for messages
   the server sends on its own; 405 means the server offers none. A GET stream that ends is
   reopened after the server's ``retry`` (or ``reconnect_delay``; at least 0.1 s, whatever the
@@ -197,6 +207,10 @@ _ERROR_BODY_BYTES: Final = 64 * 1024
 #: The least wait before a GET that reopens the stream for server-initiated messages or resumes
 #: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
+#: Requests that never wait for (nor take) one of the ``max_in_flight`` slots: a new session's
+#: ``initialize``, and the 2026-07-28 ``subscriptions/listen``, whose answer is a stream that
+#: stays open for as long as the subscription lasts.
+_SLOTLESS: Final = frozenset({"initialize", "subscriptions/listen"})
 
 #: What follows the answer to a POSTed request: nothing more, resuming its stream, POSTing it
 #: again with the current session (an older session refused it), or POSTing it again after the
@@ -485,9 +499,11 @@ class HttpTransport(HttpTransportBase):
             # Its answer says which transport the server speaks: the next items wait for it.
             deciding = self._falling_back = trio.Event()
         # An initialize never waits for a slot: the slots may all be held by long calls of a
-        # session that expired, and the new session must not wait for them.
+        # session that expired, and the new session must not wait for them. Nor does a
+        # subscriptions/listen, whose stream stays open as long as the subscription: it would
+        # hold a slot for good.
         slot: Literal["free", "waiting", "taken"] = "free"
-        if not now and out.method != "initialize":
+        if not now and out.method not in _SLOTLESS:
             if self._slot_queue or self._slots_taken >= self._params.max_in_flight:
                 slot = "waiting"
             else:

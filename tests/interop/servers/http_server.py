@@ -11,7 +11,8 @@ Modes:
 - ``stateless``: Streamable HTTP at ``/mcp`` without sessions (``stateless_http=True``);
 - ``legacy``: the HTTP+SSE transport (``GET /sse``, then POSTs to ``/messages/?session_id=``).
 
-Tools: ``add``; ``echo``; ``slow`` (sleeps, so a test can kill the server mid-call);
+Tools: ``add``; ``echo``; ``add_tool`` (registers a tool and announces the change);
+``slow`` (sleeps, so a test can kill the server mid-call);
 ``count_slowly`` (reports progress); ``interrupt`` (closes its own SSE stream mid-call, as a
 server that polls does, then answers: the client must resume the stream to get the answer).
 
@@ -28,6 +29,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 server = MCPServer("interop-python-http", version="1.0.0")
 
@@ -72,6 +74,23 @@ async def interrupt(text: str, ctx: Context) -> str:
     await ctx.close_sse_stream()
     await anyio.sleep(0.05)
     return f"resumed: {text}"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a tool called ``name`` (it greets) and announce the change: in 2026-07-28
+    through the SDK's subscription bus (only the ``subscriptions/listen`` streams that asked
+    for tool changes hear it), in the handshake revisions on the session."""
+
+    def greet(who: str) -> str:
+        return f"{name} greets {who}"
+
+    server.add_tool(greet, name=name, description=f"Greet someone ({name}).")
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 class MemoryEventStore(EventStore):

@@ -7,7 +7,9 @@ What it offers:
 - tools ``add`` (structured int result), ``echo`` (structured str result), ``fail`` (raises, so
   the SDK answers with an ``isError`` result), ``count_slowly`` (reports progress through the SDK's
   context after each step) and ``add_tool`` (registers a new tool at run time and sends
-  ``notifications/tools/list_changed``, which the server declares in its capabilities);
+  ``notifications/tools/list_changed``, which the server declares in its capabilities: in the
+  handshake revisions on the connection; in 2026-07-28 through the SDK's subscription bus, which
+  delivers it only on the ``subscriptions/listen`` streams that asked for tool changes);
 - a resource ``interop://greeting`` and a resource template ``interop://items/{item_id}``;
 - a prompt ``review`` with a required and an optional argument.
 
@@ -24,6 +26,7 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 server = MCPServer(
     "interop-python",
@@ -67,7 +70,11 @@ async def add_tool(name: str, ctx: Context) -> str:
         return f"{name} greets {who}"
 
     server.add_tool(greet, name=name, description=f"Greet someone ({name}).")
-    await ctx.session.send_tool_list_changed()
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        # 2026-07-28: only on the subscriptions/listen streams that asked for it
+        await ctx.notify_tools_changed()
+    else:
+        await ctx.session.send_tool_list_changed()
     return f"added {name}"
 
 

@@ -501,6 +501,8 @@ class FakeMcpHttp:
     event_ids: bool = True
     retry_ms: int | None = None
     get_stream: bool = True
+    #: The GET stream is answered only once this is set (a GET that reaches the server late).
+    get_gate: trio.Event | None = None
     #: How an unknown session id is answered: 404 (Python SDK) or 400 (TypeScript SDK).
     expiry_status: Literal[404, 400] = 404
     delete_status: int = 200
@@ -832,6 +834,9 @@ class FakeMcpHttp:
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     async def _get(self, request: HttpRequest, reply: Reply) -> None:
+        if self.get_gate is not None:
+            self._notify()  # the GET is in server.requests: a test may wait for it
+            await self.get_gate.wait()
         last = request.header("last-event-id")
         if last is None and not self.get_stream:
             await reply.send(405, b"Method Not Allowed", headers=[("allow", "POST")])

@@ -932,6 +932,33 @@ async def test_the_get_stream_delivers_server_messages_and_is_resumed_after_retr
         assert second_get.at - closed_at >= 0.1
 
 
+async def test_a_request_waits_for_the_first_get_stream_to_be_answered() -> None:
+    # A server may send a request's messages (an elicitation, say) on the GET stream, and
+    # drops what it sends before that stream is open; the GET, sent first, can reach it after
+    # the next POST. So the first request after the handshake is POSTed once the GET was
+    # answered (here held back by the fake until the test lets it go).
+    gate = trio.Event()
+    async with fake_server(get_gate=gate) as (fake, server):
+        async with opened(params(server)) as (t, inbox):
+            await initialize(t, inbox)
+            await t.send(request(2, "tools/list"))
+            with trio.fail_after(BOUND):
+                await fake.wait_until(lambda: len(server.by_method("GET")) == 1)
+                await trio.testing.wait_all_tasks_blocked()
+            assert [r.json()["method"] for r in server.by_method("POST")] == [
+                "initialize",
+                "notifications/initialized",
+            ]
+            released = trio.current_time()
+            gate.set()
+            with trio.fail_after(BOUND):
+                answer = await take_json(inbox)
+            assert answer["id"] == 2
+            (listing,) = [r for r in server.by_method("POST") if r.json().get("id") == 2]
+            assert listing.at >= released
+        closed_cleanly(t, inbox)
+
+
 async def test_a_405_on_get_means_no_stream_and_it_is_not_retried() -> None:
     async with fake_server(get_stream=False) as (_, server):
         async with opened(params(server)) as (t, inbox):

@@ -207,6 +207,9 @@ _ERROR_BODY_BYTES: Final = 64 * 1024
 #: The least wait before a GET that reopens the stream for server-initiated messages or resumes
 #: an answer's stream, whatever the server's ``retry``.
 _MIN_POLL: Final = 0.1
+#: How long a request waits, at most, for the first GET stream to be answered before it is
+#: POSTed (see ``HttpTransport._get_settled``).
+_GET_SETTLE_WAIT: Final = 2.0
 #: Requests that never wait for (nor take) one of the ``max_in_flight`` slots: a new session's
 #: ``initialize``, and the 2026-07-28 ``subscriptions/listen``, whose answer is a stream that
 #: stays open for as long as the subscription lasts.
@@ -310,6 +313,12 @@ class HttpTransport(HttpTransportBase):
     _taken: int = attrs.field(default=0, init=False)
     _get_scope: trio.CancelScope | None = attrs.field(default=None, init=False)
     _get_state: str = attrs.field(default="off", init=False)
+    #: Set once the first GET stream was answered (open, refused, or failed). A request waits
+    #: for it (at most ``_GET_SETTLE_WAIT``) before its POST: a server that sends a request's
+    #: messages on the GET stream drops those sent before it is open, and the GET, though sent
+    #: first, can reach the server after a POST that went on a connection already open (seen
+    #: with the conformance suite's elicitation scenario: the tool's elicitation was lost).
+    _get_settled: trio.Event | None = attrs.field(default=None, init=False)
     #: The requests the pump took whose tasks have not ended (waiting for a slot, or POSTed).
     _requests: set[_Stream] = attrs.field(factory=set, init=False)
     _resumptions: int = attrs.field(default=0, init=False)
@@ -469,6 +478,8 @@ class HttpTransport(HttpTransportBase):
         if self._legacy is None and self._get_scope is None and not self._closing:
             scope = trio.CancelScope()
             self._get_scope = scope
+            if self._get_settled is None:  # the first GET only: later ones are reopenings
+                self._get_settled = trio.Event()
             self._tasks.start_soon(self._run_get_stream, scope)
 
     async def _dispatch(
@@ -667,6 +678,10 @@ class HttpTransport(HttpTransportBase):
                     await stream.granted.wait()
                 else:
                     await trio.lowlevel.checkpoint_if_cancelled()  # stopped before it began
+                settled = self._get_settled
+                if settled is not None and not settled.is_set() and stream.slot != "free":
+                    with trio.move_on_after(_GET_SETTLE_WAIT):
+                        await settled.wait()
                 if self._holding and stream.slot == "taken":
                     # The session expired since the pump took it: held, not sent.
                     self._release_slot(stream)
@@ -1022,6 +1037,15 @@ class HttpTransport(HttpTransportBase):
         """The stream for server-initiated messages: reopened when it ends, given up on 4xx."""
         parser = SseParser(max_event_bytes=self._params.max_frame_bytes)
         failures = 0
+        try:
+            await self._get_stream_loop(scope, parser, failures)
+        finally:
+            if self._get_settled is not None:
+                self._get_settled.set()
+
+    async def _get_stream_loop(
+        self, scope: trio.CancelScope, parser: SseParser, failures: int
+    ) -> None:
         with scope:
             while True:
                 session_id = self._session_id
@@ -1042,6 +1066,8 @@ class HttpTransport(HttpTransportBase):
                         async with open_stream(
                             self._client, "GET", self._url, headers=headers
                         ) as response:
+                            if self._get_settled is not None:
+                                self._get_settled.set()  # answered: open or not
                             if response.status_code == 200 and _is_event_stream(response):
                                 self._get_state = "open"
                                 failures = 0

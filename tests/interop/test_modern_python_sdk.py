@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,6 +31,7 @@ from tests.interop.support import (
     python_server,
 )
 from trio_mcp.actors import (
+    HostCallbacks,
     RetryPolicy,
     Runtime,
     RuntimeConfig,
@@ -147,6 +148,42 @@ async def assert_added_through_the_listen(rt: Runtime, name: str) -> None:
     with trio.fail_after(CALL_BOUND):
         greeted = await rt.call(f"mcp_py_greeter_{name}", {"who": "Ann"})
     assert greeted.text == f"greeter_{name} greets Ann"
+
+
+async def test_stdio_the_sdk_asks_for_input_in_both_eras_and_one_callback_answers() -> None:
+    # The SDK's resolver tools send their question as an input_required result (a multi round
+    # trip) in 2026-07-28 and as a server request in 2025-11-25; the host's one elicitation and
+    # sampling callbacks answer both.
+    asked: list[tuple[str, str]] = []
+
+    async def elicit(server: str, params: Any) -> Mapping[str, Any]:
+        asked.append((server, params.message))
+        return {"action": "accept", "content": {"ok": server == "new"}}
+
+    async def sample(server: str, params: Any) -> Mapping[str, Any]:
+        asked.append((server, params.messages[0].content.text))
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": f"42, says {server}"},
+            "model": "test-model",
+        }
+
+    callbacks = HostCallbacks(elicitation=elicit, sampling=sample)
+    servers = (python_server("new"), python_server("old", protocol="legacy"))
+    async with interop_runtime(*servers, callbacks=callbacks) as (rt, _):
+        assert rt.status()["new"].protocol_version == MODERN
+        assert rt.status()["old"].protocol_version == "2025-11-25"
+        with trio.fail_after(CALL_BOUND):
+            new = await rt.call("mcp_new_confirm", {"what": "deploy"})
+            old = await rt.call("mcp_old_confirm", {"what": "deploy"})
+            sampled = await rt.call("mcp_new_ask_model", {"question": "the answer?"})
+        assert (new.text, old.text) == ("deploy: yes", "deploy: no")
+        assert sampled.text == "42, says new"
+        assert asked == [
+            ("new", "may I deploy?"),
+            ("old", "may I deploy?"),
+            ("new", "the answer?"),
+        ]
 
 
 async def test_stdio_both_eras_side_by_side_and_the_era_is_remembered() -> None:

@@ -43,7 +43,7 @@ from trio_mcp.protocol import (
 
 pytestmark = pytest.mark.interop
 
-BASE_TOOLS = {"add", "add_tool", "count_slowly", "echo", "fail"}
+BASE_TOOLS = {"add", "add_tool", "ask_model", "confirm", "count_slowly", "echo", "fail"}
 
 
 async def test_handshake_tools_and_results() -> None:
@@ -53,7 +53,7 @@ async def test_handshake_tools_and_results() -> None:
         assert status.protocol_version == "2025-11-25"
         assert (status.server_name, status.server_version) == ("interop-python", "1.0.0")
         assert status.transport == "stdio"
-        assert status.tool_count == 5
+        assert status.tool_count == len(BASE_TOOLS)
         assert status.refused_tools == ()
         tools = rt.tools()
         assert set(tools) == {f"mcp_py_{name}" for name in BASE_TOOLS}
@@ -201,7 +201,7 @@ async def test_resources_templates_and_prompts() -> None:
 
 async def test_list_changed_reregisters_the_tools() -> None:
     async with interop_runtime(python_server("py", protocol="legacy")) as (rt, _):
-        assert rt.status()["py"].tool_count == 5
+        assert rt.status()["py"].tool_count == len(BASE_TOOLS)
         with rt.events() as events:
             with trio.fail_after(CALL_BOUND):
                 result = await rt.call("mcp_py_add_tool", {"name": "greeter"})
@@ -212,7 +212,7 @@ async def test_list_changed_reregisters_the_tools() -> None:
         assert isinstance(change, ToolsChanged)
         assert (change.added, change.removed, change.changed) == (("mcp_py_greeter",), (), ())
         assert set(rt.tools()) == {f"mcp_py_{name}" for name in BASE_TOOLS | {"greeter"}}
-        assert rt.status()["py"].tool_count == 6
+        assert rt.status()["py"].tool_count == len(BASE_TOOLS) + 1
         with trio.fail_after(CALL_BOUND):
             result = await rt.call("mcp_py_greeter", {"who": "Ann"})
         assert result.text == "greeter greets Ann"

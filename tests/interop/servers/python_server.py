@@ -11,7 +11,11 @@ What it offers:
   handshake revisions on the connection; in 2026-07-28 through the SDK's subscription bus, which
   delivers it only on the ``subscriptions/listen`` streams that asked for tool changes);
 - a resource ``interop://greeting`` and a resource template ``interop://items/{item_id}``;
-- a prompt ``review`` with a required and an optional argument.
+- a prompt ``review`` with a required and an optional argument;
+- tools ``confirm`` (asks the user through an elicitation) and ``ask_model`` (asks the client's
+  model through sampling), written with the SDK's resolvers: it sends the question as a server
+  request in the handshake revisions and as an ``input_required`` result (a multi round trip)
+  in 2026-07-28, so one tool exercises both eras.
 
 The SDK derives the capabilities from what is registered; ``tools.listChanged`` is declared by
 passing :class:`NotificationOptions` to the low-level server, which ``MCPServer.run`` does not do.
@@ -20,13 +24,17 @@ passing :class:`NotificationOptions` to the low-level server, which ``MCPServer.
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import anyio
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
 from mcp.server.stdio import stdio_server
+from mcp_types import CreateMessageResult, SamplingMessage, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 server = MCPServer(
     "interop-python",
@@ -94,6 +102,34 @@ def item(item_id: str) -> str:
 def review(code: str, language: str = "python") -> str:
     """Ask for a review of ``code``."""
     return f"Please review this {language} code:\n{code}"
+
+
+class Consent(BaseModel):
+    """What ``confirm`` asks the user."""
+
+    ok: bool
+
+
+def _ask_consent(what: str) -> Elicit[Consent]:
+    return Elicit(f"may I {what}?", Consent)
+
+
+@server.tool()
+def confirm(what: str, consent: Annotated[Consent, Resolve(_ask_consent)]) -> str:
+    """Ask the user whether ``what`` may be done; say what they answered."""
+    return f"{what}: {'yes' if consent.ok else 'no'}"
+
+
+def _ask_model(question: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
+    return Sample([message], max_tokens=50)
+
+
+@server.tool()
+def ask_model(question: str, answer: Annotated[CreateMessageResult, Resolve(_ask_model)]) -> str:
+    """Ask the client's model ``question``; return its answer's text."""
+    content = answer.content
+    return content.text if isinstance(content, TextContent) else repr(content)
 
 
 async def main() -> None:

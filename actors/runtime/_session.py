@@ -751,9 +751,7 @@ class Session:
     ) -> Mapping[str, Any]:
         """A request of a modern session (see :meth:`request`). ``tools/call``,
         ``resources/read`` and ``prompts/get`` go through the input rounds
-        (:func:`with_input_rounds`): ``timeout`` covers every round and the host's answers,
-        unless progress resets it (then each round gets ``timeout`` of quiet, and ``max_time``
-        caps the whole)."""
+        (:meth:`_with_rounds`)."""
         if method not in INPUT_REQUIRED_METHODS:
             raw = await self._versioned(
                 method,
@@ -765,25 +763,38 @@ class Session:
             )
             assert not isinstance(raw, InputRequiredResult)  # only those methods may ask
             return raw
+        final, _ = await self._with_rounds(
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_time=max_time,
+        )
+        return final
+
+    async def _with_rounds(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None,
+        progress_resets_timeout: bool,
+        max_time: float | None,
+    ) -> tuple[Mapping[str, Any], bool]:
+        """A ``tools/call``, ``resources/read`` or ``prompts/get`` of a modern session through
+        the input rounds (:func:`with_input_rounds`): its final result, and whether the server
+        gave it to the request as first sent (no ``input_required`` answer on the way: only
+        such a result may be cached). ``timeout`` covers every round and the host's answers,
+        unless progress resets it (then each round gets ``timeout`` of quiet, and ``max_time``
+        caps the whole)."""
         start = trio.current_time()
         hard = None if max_time is None else start + max_time
         if progress_resets_timeout or timeout is None:
             deadline = hard
         else:
             deadline = start + timeout if hard is None else min(start + timeout, hard)
-        # The first round goes straight out: a call answered at once (nearly every call) pays
-        # nothing for the rounds.
-        left = None if deadline is None else deadline - start
-        first = await self._versioned(
-            method,
-            params,
-            timeout=timeout if progress_resets_timeout else left,
-            progress=progress,
-            progress_resets_timeout=progress_resets_timeout,
-            max_time=left,
-        )
-        if not isinstance(first, InputRequiredResult):
-            return first
 
         async def send(
             round_params: Mapping[str, Any], left: float | None
@@ -797,6 +808,11 @@ class Session:
                 max_time=left,
             )
 
+        # The first round goes straight out: a call answered at once (nearly every call) pays
+        # nothing for the rounds.
+        first = await send(params or {}, None if deadline is None else deadline - start)
+        if not isinstance(first, InputRequiredResult):
+            return first, True
         final: Mapping[str, Any] = await with_input_rounds(
             send,
             method,
@@ -808,7 +824,7 @@ class Session:
             first=first,
             start=start,
         )
-        return final
+        return final, False
 
     async def _versioned(
         self,
@@ -1209,36 +1225,18 @@ class Session:
         self, method: str, params: Mapping[str, Any] | None, *, timeout: float | None
     ) -> tuple[Mapping[str, Any], bool]:
         """A modern request's final result, and whether the server gave it to the request
-        as first sent (no ``input_required`` answer on the way: only such a result may be
-        kept). Like :meth:`request` otherwise, without progress."""
+        as first sent (see :meth:`_with_rounds`). Like :meth:`request` otherwise, without
+        progress."""
         if method not in INPUT_REQUIRED_METHODS:
             return await self.request(method, params, timeout=timeout), True
-        rounds = 0
-
-        async def send(
-            round_params: Mapping[str, Any], left: float | None
-        ) -> Mapping[str, Any] | InputRequiredResult:
-            nonlocal rounds
-            rounds += 1
-            return await self._versioned(
-                method,
-                round_params,
-                timeout=left,
-                progress=None,
-                progress_resets_timeout=False,
-                max_time=left,
-            )
-
-        final: Mapping[str, Any] = await with_input_rounds(
-            send,
+        return await self._with_rounds(
             method,
-            params or {},
-            answer=functools.partial(answer_input, self.callbacks, self.server),
-            max_rounds=self.runtime.max_input_rounds,
-            server=self.server,
-            deadline=None if timeout is None else trio.current_time() + timeout,
+            params,
+            timeout=timeout,
+            progress=None,
+            progress_resets_timeout=False,
+            max_time=None,
         )
-        return final, rounds == 1
 
     # ------------------------------------------------------------------ -32020
 

@@ -44,24 +44,7 @@ const SERVER_INFO = { name: "bench-null-http", version: "1.0.0" };
 const SESSION = crypto.randomBytes(16).toString("hex");
 const MODERN_TOO = process.argv.includes("--modern");
 
-const MODERN = "2026-07-28";
-const META_VERSION = "io.modelcontextprotocol/protocolVersion";
-const META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities";
-const MODERN_CALL_RESULT = { ...CALL_RESULT, resultType: "complete" };
-const MODERN_LIST_RESULT = {
-  tools: [TOOL],
-  resultType: "complete",
-  ttlMs: 0,
-  cacheScope: "private",
-};
-const DISCOVER_RESULT = {
-  supportedVersions: [MODERN],
-  capabilities: { tools: { listChanged: false } },
-  resultType: "complete",
-  ttlMs: 0,
-  cacheScope: "private",
-  _meta: { "io.modelcontextprotocol/serverInfo": SERVER_INFO },
-};
+const { META_VERSION, modernAnswerer } = require("./null_modern.js");
 
 // A header value as 2026-07-28 encodes it: plain, or =?base64?...?= for what plain text cannot
 // carry.
@@ -87,33 +70,7 @@ function headerMismatch(req, msg, meta) {
   return null;
 }
 
-// A 2026-07-28 request whose headers match: the answer, or null for a "hang" call.
-function answerModern(msg, meta) {
-  if (meta[META_VERSION] !== MODERN) {
-    const data = { supported: [MODERN], requested: String(meta[META_VERSION]) };
-    const error = { code: -32022, message: "Unsupported protocol version", data };
-    return { jsonrpc: "2.0", id: msg.id, error };
-  }
-  if (typeof meta[META_CAPABILITIES] !== "object" || meta[META_CAPABILITIES] === null) {
-    const error = { code: -32602, message: "Invalid params: _meta has no clientCapabilities" };
-    return { jsonrpc: "2.0", id: msg.id, error };
-  }
-  switch (msg.method) {
-    case "tools/call":
-      if (msg.params.arguments && msg.params.arguments.hang) return null;
-      return { jsonrpc: "2.0", id: msg.id, result: MODERN_CALL_RESULT };
-    case "server/discover":
-      return { jsonrpc: "2.0", id: msg.id, result: DISCOVER_RESULT };
-    case "tools/list":
-      return { jsonrpc: "2.0", id: msg.id, result: MODERN_LIST_RESULT };
-    default:
-      return {
-        jsonrpc: "2.0",
-        id: msg.id,
-        error: { code: -32601, message: "Method not found: " + msg.method },
-      };
-  }
-}
+const answerModern = modernAnswerer(TOOL, CALL_RESULT, SERVER_INFO);
 
 function answer(msg) {
   switch (msg.method) {

@@ -99,6 +99,7 @@ from ._jsonrpc import (
     serialize,
 )
 from ._methods import (
+    CACHEABLE_METHODS,
     CLIENT_NOTIFICATIONS,
     CLIENT_REQUESTS,
     INPUT_REQUIRED_METHODS,
@@ -270,6 +271,7 @@ from ._versions import (
 
 __all__ = [
     "ALL_VERSIONS",
+    "CACHEABLE_METHODS",
     "CANCELLED_NOTIFICATION",
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",

@@ -25,6 +25,7 @@ from ._codec import structure, unstructure
 from ._errors import InvalidMessage, LocalProtocolError
 
 __all__ = [
+    "CACHEABLE_METHODS",
     "CLIENT_NOTIFICATIONS",
     "CLIENT_REQUESTS",
     "INPUT_REQUIRED_METHODS",
@@ -58,6 +59,18 @@ SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 
 #: The methods whose result may be ``resultType: "input_required"`` (MRTR, 2026-07-28).
 INPUT_REQUIRED_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+#: The methods whose complete 2026-07-28 result is cacheable (``ttlMs``, ``cacheScope``).
+CACHEABLE_METHODS: frozenset[str] = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 
 #: The methods whose result may be ``resultType: "task"`` (tasks extension).
 TASK_RESULT_METHODS: frozenset[str] = frozenset({"tools/call"})

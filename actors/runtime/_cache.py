@@ -58,6 +58,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+from ...protocol._methods import CACHEABLE_METHODS
 from ..config._config import ServerConfig
 from ..config._redact import looks_secret
 from ._toolcheck import json_size
@@ -77,16 +78,6 @@ __all__ = [
 ]
 
 #: The requests whose complete results may be cached (2026-07-28 ``CacheableResult``).
-CACHEABLE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
 #: The listings a ``notifications/<kind>/list_changed`` makes stale.
 LISTINGS_OF: Final[Mapping[str, tuple[str, ...]]] = {
     "tools": ("tools/list",),

@@ -85,7 +85,7 @@ from ...protocol._jsonrpc import (
     classify,
     serialize,
 )
-from ...protocol._methods import encode
+from ...protocol._methods import CACHEABLE_METHODS, encode
 from ...protocol._types import CallToolResult, ToolAnnotations
 from ...protocol._versions import (
     LATEST_LEGACY,
@@ -143,17 +143,6 @@ _REMOVED_IN_MODERN: Final = frozenset(
 )
 #: The ``_meta`` keys every 2026-07-28 request must carry.
 _REQUIRED_META: Final = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES)
-#: The methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
-_CACHEABLE: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
 #: What :attr:`FakeServer.results` may hold for a method: a raw result, or a function of the
 #: request's params giving one (raising :class:`RpcError` to answer with an error).
 CannedResult: TypeAlias = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
@@ -1116,7 +1105,7 @@ class FakeServer:
             result = await self._answer_modern(conn, request, ctx, params)
             if "resultType" not in result:
                 result = {**result, "resultType": "complete"}
-            if method in _CACHEABLE and result["resultType"] == "complete":
+            if method in CACHEABLE_METHODS and result["resultType"] == "complete":
                 result = self._cacheable(method, result)
             return result
         return await self._answer_legacy(conn, request, ctx, params)

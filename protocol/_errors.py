@@ -43,6 +43,16 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
     │   ├── InvalidToolOutput            its structuredContent breaks its outputSchema (.result)
     │   └── McpCatalogError              a resource or prompt operation failed; ``kind`` says how
+    ├── AuthorizationError               OAuth 2.1 sign-in to an HTTP server failed; ``server``
+    │   ├── AuthorizationRequired        nobody is signed in, or the sign-in ran out: the server is
+    │   │   │                            NEEDS_AUTH; ``hint`` is the exact command that fixes it
+    │   │   ├── CredentialsRefused       a 401 without a Bearer challenge: the configured
+    │   │   │                            credentials (``headers``) were refused
+    │   │   └── InsufficientScope        a 403 insufficient_scope that step-up could not satisfy
+    │   ├── OAuthMetadataError           a metadata document (PRM, AS, registration) is unusable or
+    │   │                                hostile; names the URL and the field
+    │   └── OAuthFlowError               the authorization server refused or broke a step (state,
+    │                                    iss, token or registration errors); ``error`` is its code
     ├── ServerUnavailable                the server is not READY (says its state and next attempt)
     └── RuntimeClosed                    the runtime handle was used after it closed
 
@@ -57,16 +67,20 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 __all__ = [
+    "AuthorizationError",
+    "AuthorizationRequired",
     "CallError",
     "CallTimeout",
     "ConfigError",
     "ConnectError",
     "ConnectTimeout",
+    "CredentialsRefused",
     "FrameTooLarge",
     "HeaderMismatch",
     "HttpStatusError",
     "InputRequestFailed",
     "InputRoundsExceeded",
+    "InsufficientScope",
     "InternalError",
     "InvalidMessage",
     "InvalidParams",
@@ -79,6 +93,8 @@ __all__ = [
     "McpTransportConfigError",
     "MethodNotFound",
     "MissingClientCapability",
+    "OAuthFlowError",
+    "OAuthMetadataError",
     "ParseError",
     "ProtocolError",
     "RemoteProtocolError",
@@ -634,6 +650,77 @@ class McpCatalogError(CallError):
             )
         super().__init__(message, server=server, method=method, request_id=request_id)
         self.kind = kind
+
+
+# --------------------------------------------------------------------------- authorization
+
+
+class AuthorizationError(McpError):
+    """Signing in to an HTTP server with OAuth 2.1 failed. ``server`` names it when known.
+
+    Messages never hold a secret (token, client secret, authorization code, PKCE verifier)."""
+
+    def __init__(self, message: str, *, server: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+class AuthorizationRequired(AuthorizationError):
+    """The server needs a sign-in that cannot happen without the user: no credential is stored,
+    the refresh token was refused (``invalid_grant``; the record is kept), or the sign-in needs
+    a browser and the host gave no way to show one. The supervisor puts the server in
+    ``NEEDS_AUTH`` and calls fail at once with this. ``hint`` is the exact command that fixes it
+    (``trio-mcp login NAME``); the message ends with it."""
+
+    def __init__(self, message: str, *, server: str | None = None, hint: str = "") -> None:
+        super().__init__(message, server=server)
+        self.hint = hint
+
+
+class CredentialsRefused(AuthorizationRequired):
+    """The server answered 401 without a ``Bearer`` challenge: it refused the credentials it was
+    given (the ``headers`` of the server's configuration, or user information in its URL), and
+    OAuth cannot help. Fix the credentials; retrying does not."""
+
+
+class InsufficientScope(AuthorizationRequired):
+    """The server answered ``403 insufficient_scope`` and asking for the wider ``scopes`` did not
+    satisfy it (the step-up limit was reached, or no interactive sign-in was possible)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str | None = None,
+        hint: str = "",
+        scopes: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message, server=server, hint=hint)
+        self.scopes = scopes
+
+
+class OAuthMetadataError(AuthorizationError):
+    """A document of the discovery or registration steps could not be used: unreachable, not
+    JSON, a field missing or of the wrong type, an ``issuer`` that is not the one asked for, an
+    endpoint on another origin than its issuer, a plain ``http://`` URL off loopback, no PKCE
+    ``S256``. ``url`` is the document's address."""
+
+    def __init__(self, message: str, *, server: str | None = None, url: str | None = None) -> None:
+        super().__init__(message, server=server)
+        self.url = url
+
+
+class OAuthFlowError(AuthorizationError):
+    """The authorization server refused a step, or its answer broke the rules: an error
+    redirect, a ``state`` or ``iss`` that does not match, a token or registration endpoint
+    answering with an error. ``error`` is the OAuth error code when there was one (it is the
+    server's word, shown as data)."""
+
+    def __init__(
+        self, message: str, *, server: str | None = None, error: str | None = None
+    ) -> None:
+        super().__init__(message, server=server)
+        self.error = error
 
 
 # --------------------------------------------------------------------------- runtime

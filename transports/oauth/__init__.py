@@ -1,0 +1,38 @@
+"""trio_mcp.transports.oauth: OAuth 2.1 sign-in for the HTTP transports (the I/O side; the rules
+that need no I/O are in :mod:`trio_mcp.protocol`)."""
+
+from __future__ import annotations
+
+from ._types import (
+    DEFAULT_CLIENT_NAME,
+    AuthorizationPrompt,
+    AuthorizationRequest,
+    AuthState,
+    AuthStatus,
+    ClientRecord,
+    Credential,
+    CredentialKey,
+    DeviceAuthorization,
+    DevicePrompt,
+    Grant,
+    OAuthSettings,
+    TokenRecord,
+    TokenStore,
+)
+
+__all__ = [
+    "DEFAULT_CLIENT_NAME",
+    "AuthState",
+    "AuthStatus",
+    "AuthorizationPrompt",
+    "AuthorizationRequest",
+    "ClientRecord",
+    "Credential",
+    "CredentialKey",
+    "DeviceAuthorization",
+    "DevicePrompt",
+    "Grant",
+    "OAuthSettings",
+    "TokenRecord",
+    "TokenStore",
+]

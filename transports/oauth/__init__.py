@@ -16,6 +16,7 @@ from ._types import (
     DevicePrompt,
     Grant,
     OAuthSettings,
+    SignIn,
     TokenRecord,
     TokenStore,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "DevicePrompt",
     "Grant",
     "OAuthSettings",
+    "SignIn",
     "TokenRecord",
     "TokenStore",
 ]

@@ -7,13 +7,15 @@ fields that hold them are ``repr=False``, and :func:`redact` names what is hidde
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 import attrs
+import httpx
+import trio
 
 __all__ = [
     "DEFAULT_CLIENT_NAME",
@@ -28,6 +30,7 @@ __all__ = [
     "DevicePrompt",
     "Grant",
     "OAuthSettings",
+    "SignIn",
     "TokenRecord",
     "TokenStore",
 ]
@@ -239,3 +242,52 @@ class AuthStatus:
     client_source: str | None = None
     reason: str | None = None
     hint: str | None = None
+
+
+class SignIn(Protocol):
+    """One server's sign-in: an actor (:meth:`run`, in a nursery that outlives the server's
+    connections) that owns the server's credential in memory, refreshes it once however many
+    requests find it expired, and is reached by the HTTP transports through :attr:`auth` and by
+    the runtime and the command line through the other methods. ``Authorizer`` is the real one;
+    tests may give their own."""
+
+    @property
+    def auth(self) -> httpx.Auth:
+        """What the server's HTTP transports send every request through (``Authorization``,
+        DPoP proofs; on ``401``/``403`` it asks the actor, which may refresh or step up). It
+        raises :class:`~trio_mcp.protocol.AuthorizationRequired` (or a subclass) out of the
+        request when only the user can fix things."""
+        ...
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled."""
+        ...
+
+    async def login(
+        self,
+        prompt: AuthorizationPrompt,
+        *,
+        redirect_uri: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> AuthStatus:
+        """Sign in interactively through ``prompt`` (authorization code + PKCE, or client
+        credentials when that is the configured grant, without calling ``prompt``);
+        ``redirect_uri``: the front end's (a loopback receiver's), else the settings'. Stores the
+        credential. Raises :class:`~trio_mcp.protocol.AuthorizationError` subclasses."""
+        ...
+
+    async def login_device(
+        self, show: DevicePrompt, *, scopes: Sequence[str] | None = None
+    ) -> AuthStatus:
+        """Sign in with the device authorization grant (RFC 8628); raises
+        :class:`~trio_mcp.protocol.OAuthFlowError` when the authorization server offers none."""
+        ...
+
+    async def logout(self) -> bool:
+        """Forget every stored credential of this server (and the one in memory); False when
+        there was none."""
+        ...
+
+    def status(self) -> AuthStatus:
+        """The published sign-in status (never a secret)."""
+        ...

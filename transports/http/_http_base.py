@@ -647,6 +647,9 @@ class HttpParameters:
     - ``proxy``: ``http://[user:password@]host:port`` of an HTTP proxy every request goes
       through (a ``CONNECT`` tunnel for ``https://``); without it, httpx's environment variables
       (``HTTPS_PROXY``, ``NO_PROXY``...) apply. ``repr()`` hides its password.
+    - ``auth``: what every request goes through before it is sent (the server's OAuth sign-in,
+      :attr:`trio_mcp.transports.oauth.SignIn.auth`: it adds the ``Authorization`` header and
+      answers ``401``/``403`` challenges); None: only ``headers``.
 
     Raises :class:`McpTransportConfigError` listing every invalid field.
     """
@@ -671,6 +674,7 @@ class HttpParameters:
     proxy: str | None = attrs.field(default=None, repr=_url_repr)
     max_retry_after: float = _retry.DEFAULT_MAX_RETRY_AFTER
     request_timeout: float | None = None
+    auth: httpx.Auth | None = attrs.field(default=None, repr=False, eq=False, hash=False)
     _ssl_context: ssl.SSLContext | None = attrs.field(init=False, repr=False, eq=False, hash=False)
     #: ``url`` without its user information: what requests go to.
     _endpoint: httpx.URL = attrs.field(init=False, repr=False, eq=False, hash=False)
@@ -793,6 +797,7 @@ def make_client(params: HttpParameters) -> httpx.AsyncClient:
         follow_redirects=False,
         verify=context if context is not None else True,
         proxy=params.proxy,
+        auth=params.auth,
     )
 
 

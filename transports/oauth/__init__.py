@@ -3,6 +3,7 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 
 from __future__ import annotations
 
+from ._store import MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
     AuthorizationPrompt,
@@ -33,6 +34,7 @@ __all__ = [
     "DeviceAuthorization",
     "DevicePrompt",
     "Grant",
+    "MemoryTokenStore",
     "OAuthSettings",
     "SignIn",
     "TokenRecord",

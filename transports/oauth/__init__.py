@@ -3,6 +3,7 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 
 from __future__ import annotations
 
+from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
 from ._store import MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
@@ -23,7 +24,9 @@ from ._types import (
 )
 
 __all__ = [
+    "CLIENT_ASSERTION_TYPE",
     "DEFAULT_CLIENT_NAME",
+    "INSTALL_HINT",
     "AuthState",
     "AuthStatus",
     "AuthorizationPrompt",
@@ -31,6 +34,7 @@ __all__ = [
     "ClientRecord",
     "Credential",
     "CredentialKey",
+    "DPoPKey",
     "DeviceAuthorization",
     "DevicePrompt",
     "Grant",
@@ -39,4 +43,6 @@ __all__ = [
     "SignIn",
     "TokenRecord",
     "TokenStore",
+    "client_assertion",
+    "jwk_thumbprint",
 ]

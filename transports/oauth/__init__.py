@@ -4,7 +4,7 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 from __future__ import annotations
 
 from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
-from ._store import MemoryTokenStore
+from ._store import FileTokenStore, MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
     AuthorizationPrompt,
@@ -37,6 +37,7 @@ __all__ = [
     "DPoPKey",
     "DeviceAuthorization",
     "DevicePrompt",
+    "FileTokenStore",
     "Grant",
     "MemoryTokenStore",
     "OAuthSettings",

@@ -66,6 +66,7 @@ async def test_opt_in_advertises_the_extension_and_nothing_is_fetched_until_aske
         asked = "initialize" if era == "legacy" else "tools/list"
         first = next(params for method, params in on.requests if method == asked)
         assert first is not None
+        caps: Any
         if era == "legacy":
             caps = first["capabilities"]
         else:
@@ -85,7 +86,7 @@ async def test_opt_in_advertises_the_extension_and_nothing_is_fetched_until_aske
 async def test_a_server_without_resources_or_the_extension_offers_no_skills(
     era: str, autojump_clock: Clock
 ) -> None:
-    caps = {"tools": {}, "extensions": {SKILLS_EXTENSION: {}}}
+    caps: dict[str, Any] = {"tools": {}, "extensions": {SKILLS_EXTENSION: {}}}
     bare = fake(era, "bare", capabilities=caps)
     plain = FakeServer(name="plain", era=era)
     async with open_runtime(

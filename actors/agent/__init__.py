@@ -1,6 +1,6 @@
 """trio_mcp.actors.agent: what the model sees and what gates its calls: the agent surface over a
 runtime (model tools, provider export, the model's calls with permissions and approvals), risk,
-rendering, and the resource and prompt tools.
+rendering, and the resource, prompt and skill tools.
 """
 
 from __future__ import annotations
@@ -27,14 +27,24 @@ from ._risk import (
     Decision,
     RiskLevel,
 )
+from ._skills import (
+    ACTIVATE_SKILL_TOOL,
+    READ_SKILL_FILE_TOOL,
+    SKILL_TOOL_NAMES,
+    SkillCatalogEntry,
+    SkillShelf,
+)
 from ._surface import (
     AgentSurface,
 )
 
 __all__ = [
+    "ACTIVATE_SKILL_TOOL",
     "AGENTAO_CATALOG_TOOLS",
     "CATALOG_TOOL_NAMES",
     "ECHO_CATALOG_TOOLS",
+    "READ_SKILL_FILE_TOOL",
+    "SKILL_TOOL_NAMES",
     "AgentSurface",
     "ApprovalCallback",
     "ApprovalRequest",
@@ -46,6 +56,8 @@ __all__ = [
     "ModelToolResult",
     "ModelToolStatus",
     "RiskLevel",
+    "SkillCatalogEntry",
+    "SkillShelf",
     "catalog_tool_definitions",
     "to_anthropic_tools",
     "to_openai_tools",

@@ -53,6 +53,7 @@ from ._risk import (
     refusal_result,
     without_callback,
 )
+from ._skills import SKILL_TOOL_NAMES, SkillShelf
 
 __all__ = ["AgentSurface"]
 
@@ -78,6 +79,7 @@ class AgentSurface:
     output_dir: Path = attrs.field(kw_only=True)
     _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
     _catalog: Catalog = attrs.field(init=False)
+    _skills: SkillShelf = attrs.field(init=False)
 
     @output_dir.default
     def _default_output_dir(self) -> Path:
@@ -93,6 +95,20 @@ class AgentSurface:
             output_dir=self.output_dir,
             output_base=output_base_for(self.output_dir, self._working_dir()),
         )
+        self._skills = SkillShelf(
+            runtime=self.runtime, catalog=self._catalog, approve=self._approver
+        )
+
+    def _approver(self) -> ApprovalCallback | None:
+        return self.approve
+
+    @property
+    def skills(self) -> SkillShelf:
+        """The MCP skills the model can use (see :mod:`trio_mcp.actors.agent._skills`):
+        ``await agent.skills.refresh()`` lists them, ``agent.skills.prompt_text()`` is the
+        catalogue for the system prompt; while it holds a skill, :meth:`model_tools` offers
+        ``activate_mcp_skill`` and ``read_mcp_skill_file``."""
+        return self._skills
 
     @property
     def approvals(self) -> ApprovalStore:
@@ -120,6 +136,10 @@ class AgentSurface:
             trusted = self._catalog.trusted(registered.server)
             out[name] = ModelTool.of(registered, risk=assess(registered.tool, trusted=trusted))
         for tool in self._catalog.tool_definitions(self._shape(shape)):
+            out[tool.name] = ModelTool(
+                name=tool.name, tool=tool, risk=RiskLevel.READ_ONLY, kind="catalog"
+            )
+        for tool in self._skills.tool_definitions():
             out[tool.name] = ModelTool(
                 name=tool.name, tool=tool, risk=RiskLevel.READ_ONLY, kind="catalog"
             )
@@ -184,6 +204,8 @@ class AgentSurface:
             )
         if name in CATALOG_TOOL_NAMES:
             return await self._catalog_for_model(name, arguments)
+        if name in SKILL_TOOL_NAMES:
+            return await self._skills.run_tool(name, arguments)
         try:
             registered = await self.runtime.lookup(name, wait_ready=wait_ready)
         except ServerUnavailable as exc:

@@ -19,6 +19,7 @@ from ._events import (
     ServerLogged,
     ServerState,
     ServerStateChanged,
+    SkillSkipped,
     ToolRefusal,
     ToolsChanged,
 )
@@ -46,6 +47,14 @@ from ._runtime import (
 from ._session import (
     ProgressCallback,
 )
+from ._skills import (
+    McpSkill,
+    SkillDirectoryPage,
+    SkillFile,
+    SkillIntegrityError,
+    SkillListing,
+    SkippedSkill,
+)
 from ._supervisor import (
     ServerStatus,
 )
@@ -57,6 +66,7 @@ __all__ = [
     "EventSubscription",
     "HostCallbacks",
     "ListChanged",
+    "McpSkill",
     "ProgressCallback",
     "PromptPage",
     "PromptRead",
@@ -74,6 +84,12 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
+    "SkillDirectoryPage",
+    "SkillFile",
+    "SkillIntegrityError",
+    "SkillListing",
+    "SkillSkipped",
+    "SkippedSkill",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",

@@ -27,6 +27,7 @@ __all__ = [
     "ServerLogged",
     "ServerState",
     "ServerStateChanged",
+    "SkillSkipped",
     "ToolRefusal",
     "ToolsChanged",
 ]
@@ -91,7 +92,19 @@ class ResourceUpdated:
     uri: str
 
 
-Event: TypeAlias = ServerStateChanged | ToolsChanged | ServerLogged | ResourceUpdated | ListChanged
+@attrs.frozen(kw_only=True)
+class SkillSkipped:
+    """A skill entry of the server (``skills/list`` or ``skills/get``) broke a rule of the
+    skills extension and is not used; the server's other skills are. ``reason`` says why."""
+
+    server: str
+    uri: str
+    reason: str
+
+
+Event: TypeAlias = (
+    ServerStateChanged | ToolsChanged | ServerLogged | ResourceUpdated | ListChanged | SkillSkipped
+)
 
 
 @attrs.define(eq=False)

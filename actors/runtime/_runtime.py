@@ -55,7 +55,7 @@ from ...protocol._errors import (
     ServerUnavailable,
     ToolNotFound,
 )
-from ...protocol._types import CallToolResult
+from ...protocol._types import CallToolResult, SkillResourceRef
 from ...transports._base import FrameSink, Transport
 from ...transports._websocket import WebSocketParameters, open_websocket_transport
 from ...transports.http._http import open_http_transport
@@ -88,6 +88,7 @@ from ._resources import (
     ResourceTemplatePage,
 )
 from ._session import Session
+from ._skills import McpSkill, SkillDirectoryPage, SkillFile, SkillListing, Skills
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
 
 __all__ = [
@@ -271,6 +272,15 @@ class Runtime:
     _outputs: OutputChecker = attrs.field(
         default=attrs.Factory(
             lambda self: OutputChecker(offload_chars=self.config.offload_chars), takes_self=True
+        ),
+        init=False,
+    )
+    _skills: Skills = attrs.field(
+        default=attrs.Factory(
+            lambda self: Skills(
+                config=self.config, supervisors=self._supervisors, events=self._bus
+            ),
+            takes_self=True,
         ),
         init=False,
     )
@@ -557,6 +567,43 @@ class Runtime:
         """The servers that are READY now and declare ``capability`` (``"resources"`` or
         ``"prompts"``; for resources, not hidden by ``resources: false``), in name order."""
         return self._resources.offering(capability)
+
+    # ------------------------------------------------------------------ skills (see ._skills)
+
+    def skill_servers(self) -> tuple[str, ...]:
+        """The servers whose skills can be used now (``skills: true``, READY, declaring the
+        skills extension and ``resources``), in name order."""
+        return self._skills.servers()
+
+    async def list_skills(self, server: str) -> SkillListing:
+        """Every skill of ``server`` (all pages of ``skills/list``), each entry checked: an
+        invalid one is in ``skipped`` with its reason (and a :class:`SkillSkipped` event).
+        Raises :class:`McpCatalogError` or :class:`RuntimeClosed`."""
+        self._check_open()
+        return await self._skills.list_skills(server)
+
+    async def get_skill(self, server: str, uri: str) -> McpSkill:
+        """The checked entry of the skill ``uri`` (its ``SKILL.md``) of ``server``, from
+        ``skills/get``. Raises :class:`McpCatalogError` or :class:`RuntimeClosed`."""
+        self._check_open()
+        return await self._skills.get_skill(server, uri)
+
+    async def read_skill_directory(
+        self, server: str, uri: str, cursor: str | None = None
+    ) -> SkillDirectoryPage:
+        """One page of ``resources/directory/read`` of ``uri`` (servers that declared
+        ``directoryRead: true`` only). Raises :class:`McpCatalogError` or
+        :class:`RuntimeClosed`."""
+        self._check_open()
+        return await self._skills.read_directory(server, uri, cursor)
+
+    async def read_skill_file(self, skill: McpSkill, ref: SkillResourceRef) -> SkillFile:
+        """The file ``ref`` of ``skill``'s manifest, from the skill's own server, returned only
+        once its size and SHA-256 digest matched the manifest. Raises
+        :class:`SkillIntegrityError` (a mismatch), :class:`McpCatalogError`,
+        :class:`RuntimeClosed`, or ``ValueError`` for a file the manifest does not list."""
+        self._check_open()
+        return await self._skills.read_file(skill, ref)
 
     def server_config(self, server: str) -> ServerConfig | None:
         """The configuration of ``server``, or None when no server has that name."""

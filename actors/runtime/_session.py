@@ -98,7 +98,7 @@ from ...protocol._jsonrpc import (
     cancel_notification,
     serialize,
 )
-from ...protocol._methods import INPUT_REQUIRED_METHODS, decode_result
+from ...protocol._methods import INPUT_REQUIRED_METHODS, SKILLS_EXTENSION, decode_result
 from ...protocol._types import (
     CallToolResult,
     DiscoverResult,
@@ -396,9 +396,18 @@ class Session:
     def _initialize_params(self) -> dict[str, Any]:
         return {
             "protocolVersion": LATEST_LEGACY,
-            "capabilities": self.callbacks.client_capabilities(),
+            "capabilities": self._with_extensions(self.callbacks.client_capabilities()),
             "clientInfo": self._client_info(),
         }
+
+    def _with_extensions(self, capabilities: dict[str, Any]) -> dict[str, Any]:
+        """``capabilities`` with the extensions this server's configuration turns on
+        (``skills: true``: ``io.modelcontextprotocol/skills``), under ``extensions``."""
+        if self.config.skills:
+            extensions = dict(capabilities.get("extensions") or {})
+            extensions[SKILLS_EXTENSION] = {}
+            capabilities = {**capabilities, "extensions": extensions}
+        return capabilities
 
     async def _adopt(self, raw: Mapping[str, Any]) -> tuple[str, InitializeResult]:
         """Check the answer to ``initialize`` and take what it settles."""
@@ -502,7 +511,7 @@ class Session:
             self._version = version
             self._envelope = build_request_meta(
                 version,
-                client_capabilities=self.callbacks.modern_capabilities(),
+                client_capabilities=self._with_extensions(self.callbacks.modern_capabilities()),
                 client_info=self._client_info(),
                 log_level=self.config.log_level,
             )

@@ -19,6 +19,7 @@ from ._fakes import (
     FakeResource,
     FakeResourceTemplate,
     FakeServer,
+    FakeSkill,
     FakeTool,
     ToolContext,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "FakeResource",
     "FakeResourceTemplate",
     "FakeServer",
+    "FakeSkill",
     "FakeTool",
     "ToolContext",
     "chaos_transport_factory",

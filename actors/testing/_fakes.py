@@ -85,7 +85,7 @@ from ...protocol._jsonrpc import (
     classify,
     serialize,
 )
-from ...protocol._methods import CACHEABLE_METHODS, encode
+from ...protocol._methods import CACHEABLE_METHODS, SKILLS_EXTENSION, encode
 from ...protocol._types import CallToolResult, ToolAnnotations
 from ...protocol._versions import (
     LATEST_LEGACY,
@@ -106,6 +106,14 @@ from ...transports._base import (
 )
 from ...transports._memory import MemoryTransport, memory_transport_pair
 from ..config._config import ServerConfig, TransportFactory, TransportKind
+from ._fakeskills import (
+    FakeSkill,
+    SkillEntryLike,
+    get_skill,
+    read_directory,
+    skill_entries,
+    skill_file,
+)
 
 __all__ = [
     "FakeHeaderTransport",
@@ -113,6 +121,7 @@ __all__ = [
     "FakeResource",
     "FakeResourceTemplate",
     "FakeServer",
+    "FakeSkill",
     "FakeTool",
     "ToolContext",
 ]
@@ -153,6 +162,8 @@ _LISTEN_FLAGS: Final = {
     "resources": "resourcesListChanged",
 }
 _LISTEN_URIS: Final = "resourceSubscriptions"
+#: The skills extension's methods whose 2026-07-28 results carry ``ttlMs`` and ``cacheScope``.
+_SKILL_CACHEABLE: Final = frozenset({"skills/list", "skills/get"})
 
 
 # --------------------------------------------------------------------------- catalog entries
@@ -709,6 +720,14 @@ class FakeServer:
     modern_versions: tuple[str, ...] = attrs.field(default=MODERN_VERSIONS, converter=_str_tuple)
     unsupported_version_answers: int = 0
     listen_ignores: set[str] = attrs.field(factory=set, converter=_str_set)
+    #: Skills (``io.modelcontextprotocol/skills``, declared with ``resources`` when there are
+    #: any): :class:`FakeSkill` entries, or raw entries listed verbatim (malformed ones...).
+    #: ``skills_directory_read`` declares and serves ``resources/directory/read``;
+    #: ``skill_file_overrides`` (URI -> bytes) is what ``resources/read`` serves for those
+    #: skill files instead of their content (a server whose files do not match its manifest).
+    skills: list[SkillEntryLike] = attrs.field(factory=list, converter=list)
+    skills_directory_read: bool = False
+    skill_file_overrides: dict[str, bytes] = attrs.field(factory=dict, converter=dict)
     #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
     #: into the sink it was opened with: a session's mailbox).
     max_bytes: int = 256 * 1024
@@ -771,6 +790,11 @@ class FakeServer:
     def set_prompts(self, prompts: Iterable[PromptEntry]) -> None:
         """Replace the prompt list; see :meth:`set_tools`."""
         self.prompts = list(prompts)
+
+    def set_skills(self, skills: Iterable[SkillEntryLike]) -> None:
+        """Replace the skills (``skills/list``, ``skills/get`` and the files answer from now
+        on); nothing is sent."""
+        self.skills = list(skills)
 
     @property
     def connections(self) -> int:
@@ -1105,7 +1129,9 @@ class FakeServer:
             result = await self._answer_modern(conn, request, ctx, params)
             if "resultType" not in result:
                 result = {**result, "resultType": "complete"}
-            if method in CACHEABLE_METHODS and result["resultType"] == "complete":
+            if (method in CACHEABLE_METHODS or method in _SKILL_CACHEABLE) and result[
+                "resultType"
+            ] == "complete":
                 result = self._cacheable(method, result)
             return result
         return await self._answer_legacy(conn, request, ctx, params)
@@ -1327,6 +1353,12 @@ class FakeServer:
                 return self._get_prompt(params)
             case "completion/complete":
                 return self._complete(params)
+            case "skills/list" if self.skills:
+                return self._page(method, "skills", skill_entries(self.skills), params)
+            case "skills/get" if self.skills:
+                return get_skill(self.skills, params)
+            case "resources/directory/read" if self.skills and self.skills_directory_read:
+                return read_directory(self.skills, params)
         raise _error(-32601, f"Method not found: {method}")
 
     def _initialize(self, conn: _Connection, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -1357,6 +1389,10 @@ class FakeServer:
             caps["prompts"] = {"listChanged": True}
         if self.completions:
             caps["completions"] = {}
+        if self.skills:
+            caps.setdefault("resources", {"subscribe": True, "listChanged": True})
+            settings = {"directoryRead": True} if self.skills_directory_read else {}
+            caps["extensions"] = {SKILLS_EXTENSION: settings}
         return caps
 
     def _page(
@@ -1413,6 +1449,10 @@ class FakeServer:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise _error(-32602, "resources/read needs a string 'uri'")
+        if self.skills:
+            contents = skill_file(self.skills, self.skill_file_overrides, uri)
+            if contents is not None:
+                return {"contents": [contents]}
         for resource in self.resources:
             if isinstance(resource, FakeResource) and resource.uri == uri:
                 return {"contents": [resource.contents()]}

@@ -19,6 +19,7 @@ from ._events import (
     ServerLogged,
     ServerState,
     ServerStateChanged,
+    TaskStatusChanged,
     ToolRefusal,
     ToolsChanged,
 )
@@ -49,6 +50,13 @@ from ._session import (
 from ._supervisor import (
     ServerStatus,
 )
+from ._tasks import (
+    TaskHandle,
+    TaskInfo,
+)
+from ._taskstore import (
+    TaskRecord,
+)
 
 __all__ = [
     "USE_DEFAULT",
@@ -74,6 +82,10 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
+    "TaskHandle",
+    "TaskInfo",
+    "TaskRecord",
+    "TaskStatusChanged",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",

@@ -105,6 +105,7 @@ __all__ = [
     "ServerDisconnected",
     "ServerUnavailable",
     "SessionExpired",
+    "TaskFailed",
     "ToolExecutionError",
     "ToolNotFound",
     "TransportClosed",
@@ -572,6 +573,27 @@ class InputRoundsExceeded(CallError):
     ) -> None:
         super().__init__(message, server=server, method=method, request_id=request_id)
         self.rounds = rounds
+
+
+class TaskFailed(CallError):
+    """A tool call that ran as a task (2025-11-25 tasks, or the 2026-07-28 tasks extension)
+    ended without a result: ``status`` is ``"failed"`` (the server's JSON-RPC error is the
+    ``__cause__``, an :class:`RpcError`, when it gave one) or ``"cancelled"`` (by the server,
+    or by ``tasks/cancel`` from elsewhere). ``task_id`` names the task on its server."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task_id: str,
+        status: str,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.task_id = task_id
+        self.status = status
 
 
 class ToolNotFound(CallError):

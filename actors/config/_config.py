@@ -554,6 +554,19 @@ class RuntimeConfig:
     #: in a worker thread, so a hostile server cannot stall the event loop; smaller ones are
     #: handled inline. 0 sends everything to a thread.
     offload_chars: int = DEFAULT_OFFLOAD_CHARS
+    #: Tasks (long-running tool calls the server runs in the background; docs/embedding.md
+    #: "Tasks"): declare the client ``tasks`` capability (2025-11-25), opt into the tasks
+    #: extension on every ``tools/call`` of a server that offers it (2026-07-28: the server
+    #: decides), and call a tool whose ``execution.taskSupport`` is ``"required"`` as a task.
+    #: ``rt.call`` follows the task to its end either way. Off: none of it (a tool that
+    #: requires a task then fails as the server answers a plain call).
+    tasks: bool = True
+    #: Also call tools whose ``execution.taskSupport`` is ``"optional"`` as tasks (2025-11-25).
+    tasks_for_optional: bool = False
+    #: The directory (created ``0700``) where the ids of the tasks the host holds a handle for
+    #: (``rt.start_task``) are kept, one ``0600`` file each, to resume them after a restart;
+    #: None: ``<working_dir>/.trio-mcp/tasks``.
+    task_store: Path | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.network_policy not in NETWORK_POLICIES:

@@ -20,6 +20,7 @@ from ._events import (
     ServerState,
     ServerStateChanged,
     SkillSkipped,
+    TaskStatusChanged,
     ToolRefusal,
     ToolsChanged,
 )
@@ -58,6 +59,13 @@ from ._skills import (
 from ._supervisor import (
     ServerStatus,
 )
+from ._tasks import (
+    TaskHandle,
+    TaskInfo,
+)
+from ._taskstore import (
+    TaskRecord,
+)
 
 __all__ = [
     "USE_DEFAULT",
@@ -90,6 +98,10 @@ __all__ = [
     "SkillListing",
     "SkillSkipped",
     "SkippedSkill",
+    "TaskHandle",
+    "TaskInfo",
+    "TaskRecord",
+    "TaskStatusChanged",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",

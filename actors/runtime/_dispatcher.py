@@ -48,7 +48,7 @@ from ...protocol._methods import decode_notification
 from ...transports._base import StderrLine, Transport
 from ._cache import CacheLease
 from ._callbacks import HostCallbacks
-from ._events import ListChanged, ResourceUpdated, ServerLogged
+from ._events import ListChanged, ResourceUpdated, ServerLogged, TaskStatusChanged
 from ._inputs import answer_input
 from ._pending import DRAIN_LIMIT
 
@@ -287,6 +287,18 @@ class Dispatcher:
                 uri = getattr(decoded, "uri", None)
                 if isinstance(uri, str):
                     self.events.publish(ResourceUpdated(server=self.server, uri=uri))
+            case "notifications/tasks/status" | "notifications/tasks":
+                task_id = getattr(decoded, "task_id", None)
+                status = getattr(decoded, "status", None)
+                if isinstance(task_id, str) and isinstance(status, str):
+                    self.events.publish(
+                        TaskStatusChanged(
+                            server=self.server,
+                            task_id=task_id,
+                            status=status,
+                            status_message=getattr(decoded, "status_message", None),
+                        )
+                    )
             case "notifications/cancelled":
                 request_id = getattr(decoded, "request_id", None)
                 scope = self._inbound.get(request_id) if request_id is not None else None

@@ -102,8 +102,26 @@ class SkillSkipped:
     reason: str
 
 
+@attrs.frozen(kw_only=True)
+class TaskStatusChanged:
+    """A server said that one of its tasks changed status (2025-11-25
+    ``notifications/tasks/status``, or the tasks extension's ``notifications/tasks``). Polling
+    does not depend on it; a task followed by the runtime is polled at once when it arrives."""
+
+    server: str
+    task_id: str
+    status: str
+    status_message: str | None = None
+
+
 Event: TypeAlias = (
-    ServerStateChanged | ToolsChanged | ServerLogged | ResourceUpdated | ListChanged | SkillSkipped
+    ServerStateChanged
+    | ToolsChanged
+    | ServerLogged
+    | ResourceUpdated
+    | ListChanged
+    | SkillSkipped
+    | TaskStatusChanged
 )
 
 

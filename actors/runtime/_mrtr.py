@@ -61,7 +61,13 @@ from ...protocol._methods import encode
 from ...protocol._types import InputRequest, InputRequiredResult, UnknownInputRequest
 from ._inputs import INPUT_METHODS, InputNotDeclared, InvalidInputParams
 
-__all__ = ["MAX_INPUT_REQUESTS", "AnswerInput", "SendRound", "with_input_rounds"]
+__all__ = [
+    "MAX_INPUT_REQUESTS",
+    "AnswerInput",
+    "SendRound",
+    "answer_input_requests",
+    "with_input_rounds",
+]
 
 #: Input requests one round may hold; a server that asks for more fails that call (a legacy
 #: server's requests are bounded alike: the dispatcher handles 32 at once).
@@ -160,6 +166,35 @@ async def with_input_rounds(
             log.debug("%s: input round %d: the server asked to be called again", method, rounds)
         request = _retry(params, responses, result.request_state)
         result = None
+
+
+async def answer_input_requests(
+    requests: Mapping[str, InputRequest],
+    *,
+    answer: AnswerInput,
+    method: str,
+    server: str,
+    path: str,
+) -> dict[str, Mapping[str, Any]]:
+    """The host's answers to input requests that do not come in an ``input_required`` result
+    (the outstanding ``inputRequests`` of a task of the 2026-07-28 tasks extension, at
+    ``path``): checked and answered exactly as one round of :func:`with_input_rounds` is (in
+    order; the same errors)."""
+    if len(requests) > MAX_INPUT_REQUESTS:
+        raise _invalid(
+            f"server {server!r} asked for {len(requests)} inputs at once to finish {method}; "
+            f"this client answers at most {MAX_INPUT_REQUESTS} per round",
+            path,
+        )
+    for key, item in requests.items():
+        if isinstance(item, UnknownInputRequest):
+            known = ", ".join(INPUT_METHODS)
+            raise _invalid(
+                f"server {server!r} asked for input of an unknown kind to finish {method}: "
+                f"{item.method!r} (input {key!r}); an input request is one of {known}",
+                f"{path}[{_quote(key)}].method",
+            )
+    return await _fulfil(requests, answer, method, server)
 
 
 def _checked(

@@ -40,6 +40,7 @@ from contextlib import (
     contextmanager,
 )
 from enum import Enum
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -90,6 +91,8 @@ from ._resources import (
 from ._session import Session
 from ._skills import McpSkill, SkillDirectoryPage, SkillFile, SkillListing, Skills
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
+from ._tasks import TaskHandle, TaskRunner, task_mode
+from ._taskstore import TaskRecord, TaskStore
 
 __all__ = [
     "USE_DEFAULT",
@@ -269,6 +272,9 @@ class Runtime:
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
     _stop_requested: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
+    _tasks: TaskRunner = attrs.field(
+        default=attrs.Factory(lambda self: self._task_runner(), takes_self=True), init=False
+    )
     _outputs: OutputChecker = attrs.field(
         default=attrs.Factory(
             lambda self: OutputChecker(offload_chars=self.config.offload_chars), takes_self=True
@@ -284,6 +290,19 @@ class Runtime:
         ),
         init=False,
     )
+
+    def _task_runner(self) -> TaskRunner:
+        config = self.config
+        directory = config.task_store
+        if directory is None:
+            directory = (config.working_dir or Path.cwd()) / ".trio-mcp" / "tasks"
+        return TaskRunner(
+            config=config,
+            callbacks=self.callbacks,
+            session_for=self._task_session,
+            bus=self._bus,
+            store=TaskStore(Path(directory)),
+        )
 
     # ------------------------------------------------------------------ tools
 
@@ -351,9 +370,15 @@ class Runtime:
             logger.debug(
                 "call %s -> %s/%s %s", name, tool.server, tool.wire_name, redact(arguments or {})
             )
-        result = await session.call_tool(
-            tool.wire_name, arguments, timeout=limit, progress=progress
-        )
+        mode = task_mode(self.config, session, tool.tool, wanted=False)
+        if mode is not None:  # the server runs it as a task: followed to its end here
+            result = await self._tasks.call(
+                session, tool.tool, arguments, mode=mode, timeout=limit, progress=progress
+            )
+        else:
+            result = await session.call_tool(
+                tool.wire_name, arguments, timeout=limit, progress=progress
+            )
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "call %s done: isError=%s %s",
@@ -361,17 +386,76 @@ class Runtime:
                 bool(result.is_error),
                 redact_text(result.text),
             )
+        await self._check_output(tool, result)
+        return result
+
+    async def _check_output(self, tool: RegisteredTool, result: CallToolResult) -> None:
         problems = await self._outputs.check(tool.server, tool.tool, result)
         if problems:
             raise InvalidToolOutput(
-                f"the result of {name} ({tool.server}/{tool.wire_name}) does not match the "
-                f"tool's outputSchema: {'; '.join(problems)}",
+                f"the result of {tool.name} ({tool.server}/{tool.wire_name}) does not match "
+                f"the tool's outputSchema: {'; '.join(problems)}",
                 result=result,
                 problems=problems,
                 server=tool.server,
                 method="tools/call",
             )
-        return result
+
+    # ------------------------------------------------------------------ tasks
+
+    async def start_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | _UseDefault | None = USE_DEFAULT,
+        wait_ready: float | None = None,
+    ) -> TaskHandle:
+        """Call a registered tool as a task and return a :class:`TaskHandle` on it at once
+        (its id kept in the task store, ``RuntimeConfig.task_store``, until its result was
+        taken or it was cancelled): poll it, await its result, cancel it, or resume it after a
+        restart of the host (:meth:`resume_task`). ``timeout`` bounds the creating call only.
+
+        The tool's server must take tasks (2025-11-25: ``tasks.requests.tools.call`` and the
+        tool's ``execution.taskSupport`` ``"optional"`` or ``"required"``; 2026-07-28: the tasks
+        extension, where the server may still answer at once: the handle then has no
+        ``task_id`` and holds the result). Raises :class:`LocalProtocolError` saying why not
+        otherwise, and what :meth:`call` raises."""
+        try:
+            self._check_open()
+            tool = await self.lookup(name, wait_ready=wait_ready)
+            session = await self._session_for(tool.server, wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()
+            raise
+        server = self._supervisors[tool.server].config
+        limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
+        handle = await self._tasks.start(session, tool.tool, name, arguments, timeout=limit)
+        handle.check = functools.partial(self._check_output, tool)
+        return handle
+
+    async def resume_task(self, server: str, task_id: str) -> TaskHandle:
+        """A :class:`TaskHandle` on the task ``task_id`` of ``server``, created earlier by this
+        process or an earlier one (:meth:`stored_tasks` lists the ones kept). Asks the server
+        nothing yet: ``await handle.status()`` or ``await handle.result()``."""
+        self._check_open()
+        self._supervisor(server)
+        handle = await self._tasks.resume(server, task_id)
+        registered = self._registry.view.get(handle.tool) if handle.tool is not None else None
+        if registered is not None and registered.server == server:
+            handle.check = functools.partial(self._check_output, registered)
+        return handle
+
+    async def stored_tasks(self) -> tuple[TaskRecord, ...]:
+        """The tasks whose ids the task store keeps (started with :meth:`start_task` and not
+        finished or cancelled yet, by this process or an earlier one)."""
+        self._check_open()
+        return await self._tasks.stored()
+
+    async def _task_session(self, server: str) -> Session:
+        """The server's live session for a task, waiting for its supervisor to (re)connect."""
+        self._check_open()
+        return await self._session_for(server, math.inf)
 
     async def lookup(self, name: str, *, wait_ready: float | None = None) -> RegisteredTool:
         """The registered tool named ``name``.

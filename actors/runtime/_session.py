@@ -111,6 +111,7 @@ from ...protocol._versions import (
     LATEST_LEGACY,
     LATEST_MODERN,
     LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
     META_PROGRESS_TOKEN,
     META_SERVER_INFO,
     MODERN_VERSIONS,
@@ -152,6 +153,7 @@ from ._pending import (
 )
 from ._registry import ToolRefusal
 from ._subscriptions import LISTEN, ResourceSubscriptions, Subscriber, listen_filter, subscribes
+from ._taskserve import client_tasks_capability
 from ._toolcheck import check_listing, json_size
 
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
@@ -394,9 +396,12 @@ class Session:
         }
 
     def _initialize_params(self) -> dict[str, Any]:
+        capabilities = self.callbacks.client_capabilities()
+        if self.runtime.tasks:
+            capabilities["tasks"] = client_tasks_capability(self.callbacks)
         return {
             "protocolVersion": LATEST_LEGACY,
-            "capabilities": self._with_extensions(self.callbacks.client_capabilities()),
+            "capabilities": self._with_extensions(capabilities),
             "clientInfo": self._client_info(),
         }
 
@@ -1015,6 +1020,46 @@ class Session:
         with contextlib.suppress(trio.WouldBlock, TransportError, LocalProtocolError):
             self.transport.send_nowait(serialize(notice))
 
+    async def watch_progress(
+        self,
+        token: int | str,
+        progress: ProgressCallback,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Call ``progress`` (in this task) with every progress notification that carries
+        ``token``, until cancelled or the connection ends: for a request the server answered
+        already but goes on reporting on (a 2025-11-25 task keeps its ``tools/call``'s token
+        until it ends). ``task_status.started()`` once the table routes the token here, so
+        nothing sent after that is missed. The table holds it as a call that is never
+        answered, under an id of its own that no request uses."""
+        request_id = next(self._ids)
+        waiter = Waiter(request_id, "notifications/progress")
+        expect = Expect(
+            request_id=request_id,
+            method="notifications/progress",
+            waiter=waiter,
+            progress_token=token,
+        )
+        try:
+            await self.mailbox.send(expect, ITEM_OVERHEAD)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            task_status.started()
+            await trio.lowlevel.checkpoint()
+            return
+        task_status.started()
+        try:
+            await waiter.wait(progress)
+        except McpError:  # the connection ended: the table failed every waiter
+            return
+        finally:
+            if not waiter.done:
+                waiter.abandoned = True
+                with contextlib.suppress(
+                    trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError
+                ):
+                    self.mailbox.send_nowait(Forget(request_id=request_id))
+
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification. Raises :class:`ServerDisconnected` when the connection is gone."""
         frame = serialize(Notification(method=method, params=params))
@@ -1446,10 +1491,19 @@ def _with_meta(
     params: Mapping[str, Any] | None, envelope: Mapping[str, Any] | None, token: int | None
 ) -> dict[str, Any]:
     """``params`` with the 2026-07-28 envelope and the progress token merged into its
-    ``_meta`` (they win over what the caller put there); new objects, the caller's untouched."""
+    ``_meta`` (they win over what the caller put there, but for the ``extensions`` of the
+    caller's client capabilities, which are added to the envelope's: a request opts into an
+    extension that way, such as the tasks extension on one ``tools/call``); new objects, the
+    caller's untouched."""
     meta = dict((params or {}).get("_meta") or {})
     if envelope is not None:
+        asked = meta.get(META_CLIENT_CAPABILITIES)
         meta.update(envelope)
+        extensions = asked.get("extensions") if isinstance(asked, Mapping) else None
+        if isinstance(extensions, Mapping) and extensions:
+            capabilities = dict(meta.get(META_CLIENT_CAPABILITIES) or {})
+            capabilities["extensions"] = {**(capabilities.get("extensions") or {}), **extensions}
+            meta[META_CLIENT_CAPABILITIES] = capabilities
     if token is not None:
         meta[META_PROGRESS_TOKEN] = token
     return {**(params or {}), "_meta": meta}

@@ -669,7 +669,7 @@ async def test_ping_is_answered_and_undeclared_capabilities_get_32601(
     assert answers == {"ping": {}, "roots": -32601}
     assert fake.requests[1][0] == "initialize"  # after the probe
     assert fake.requests[1][1] is not None
-    assert fake.requests[1][1]["capabilities"] == {}
+    assert fake.requests[1][1]["capabilities"] == {"tasks": {}}  # tasks: RuntimeConfig.tasks
 
 
 async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clock: Clock) -> None:
@@ -714,6 +714,7 @@ async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clo
         "roots": {"listChanged": False},
         "sampling": {},
         "elicitation": {"form": {}},
+        "tasks": {},
     }
 
 

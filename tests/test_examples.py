@@ -162,6 +162,12 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "('{\"x\":1}', False)" in lines
     assert "(\"there is no tool named 'mcp_demo_grete'\", True)" in lines
     assert "progress 4/4 step 4 of 4" in lines
+    # Tasks: a handle started, polled and awaited; then one resumed from the task store.
+    assert "task-1 working" in lines
+    assert "progress 1/? completed" in lines
+    assert "report of task-1" in lines
+    assert "research task-2 report of task-2" in lines
+    assert lines[lines.index("research task-2 report of task-2") + 1] == "()"
     assert "{'roots': {'listChanged': False}, 'sampling': {}, 'elicitation': {'form': {}}}" in lines
     assert "1 root, a short summary, markdown" in lines
     assert "demo: connecting -> ready" in lines
@@ -173,6 +179,21 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "['python', 'pyret']" in lines
     assert "['memo://today']" in lines
     assert "updated: notes memo://today" in lines
+    # Skills: the host's API, then the model's catalogue and its two tools.
+    assert "('docs', 'skill://pdf/SKILL.md') pdf 2" in lines
+    assert (
+        "not used: skill://x/SKILL.md the last segment of its skill path ('x') is not its "
+        "frontmatter name ('y')"
+    ) in lines
+    assert "['SKILL.md', 'references']" in lines
+    assert "skill://pdf/references/FORMS.md Fill the form." in lines
+    assert "- pdf [id: mcp:docs:skill://pdf/SKILL.md]: Work with PDF files." in lines
+    assert "['activate_mcp_skill', 'read_mcp_skill_file']" in lines
+    assert "approve? activate_mcp_skill mcp:docs:skill://pdf/SKILL.md" in lines
+    assert 'ok <mcp-skill server="docs" uri="skill://pdf/SKILL.md">' in lines
+    assert "ok Fill the form." in lines
+    # Nothing was written into the working directory (the task store is elsewhere).
+    assert not (tmp_path / ".trio-mcp").exists()
 
 
 # --------------------------------------------------------------------------- docs/testing.md

@@ -3,6 +3,8 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 
 from __future__ import annotations
 
+from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
+from ._store import MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
     AuthorizationPrompt,
@@ -22,7 +24,9 @@ from ._types import (
 )
 
 __all__ = [
+    "CLIENT_ASSERTION_TYPE",
     "DEFAULT_CLIENT_NAME",
+    "INSTALL_HINT",
     "AuthState",
     "AuthStatus",
     "AuthorizationPrompt",
@@ -30,11 +34,15 @@ __all__ = [
     "ClientRecord",
     "Credential",
     "CredentialKey",
+    "DPoPKey",
     "DeviceAuthorization",
     "DevicePrompt",
     "Grant",
+    "MemoryTokenStore",
     "OAuthSettings",
     "SignIn",
     "TokenRecord",
     "TokenStore",
+    "client_assertion",
+    "jwk_thumbprint",
 ]

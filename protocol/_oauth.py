@@ -56,6 +56,7 @@ __all__ = [
     "bearer_challenge",
     "canonical_resource",
     "choose_token_auth_method",
+    "device_authorization_request",
     "is_loopback_host",
     "legacy_authorization_server",
     "new_state",
@@ -771,6 +772,12 @@ def token_request(
         form.append(("scope", " ".join(scopes)))
     if resource:
         form.append(("resource", resource))
+    headers = _authenticate(form, client)
+    return TokenRequest(url=url, form=tuple(form), headers=tuple(headers))
+
+
+def _authenticate(form: list[tuple[str, str]], client: ClientAuth) -> list[tuple[str, str]]:
+    """Add ``client``'s authentication to ``form``; return the headers it needs."""
     headers: list[tuple[str, str]] = []
     if client.method == "client_secret_basic":
         if client.client_secret is None:
@@ -792,6 +799,20 @@ def token_request(
         ]
     else:
         form.append(("client_id", client.client_id))
+    return headers
+
+
+def device_authorization_request(
+    url: str, client: ClientAuth, *, scopes: Sequence[str] = (), resource: str | None = None
+) -> TokenRequest:
+    """The device authorization request (RFC 8628 §3.1), with ``resource`` and the client's
+    authentication."""
+    form: list[tuple[str, str]] = []
+    if scopes:
+        form.append(("scope", " ".join(scopes)))
+    if resource:
+        form.append(("resource", resource))
+    headers = _authenticate(form, client)
     return TokenRequest(url=url, form=tuple(form), headers=tuple(headers))
 
 

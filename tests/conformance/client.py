@@ -57,8 +57,10 @@ __all__ = [
     "SCENARIOS",
     "ScenarioFailed",
     "form_defaults",
+    "headless_sign_in",
     "http_server",
     "main",
+    "oauth_settings",
     "run_scenario",
 ]
 

@@ -63,7 +63,7 @@ from ...protocol import (
     step_up_scopes,
     token_request,
 )
-from ..http._http_base import HttpParameters
+from ..http._http_base import HttpParameters, consume
 from ._jose import DPoPKey, client_assertion
 from ._types import (
     AuthorizationPrompt,
@@ -647,20 +647,21 @@ class Authorizer:
         assert client is not None
         request = client.build_request(method, url, headers=headers, content=content)
         response = await client.send(request, stream=True)
-        try:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > MAX_OAUTH_BODY_BYTES:
-                    raise OAuthMetadataError(
-                        f"the answer of {url} is larger than {MAX_OAUTH_BODY_BYTES} bytes: refused",
-                        server=self._server,
-                        url=url,
-                    )
-                chunks.append(chunk)
-        finally:
-            await response.aclose()
+        chunks: list[bytes] = []
+        size = 0
+
+        async def take(chunk: bytes) -> bool:
+            nonlocal size
+            size += len(chunk)
+            chunks.append(chunk)
+            return size <= MAX_OAUTH_BODY_BYTES
+
+        if not await consume(response, take):
+            raise OAuthMetadataError(
+                f"the answer of {url} is larger than {MAX_OAUTH_BODY_BYTES} bytes: refused",
+                server=self._server,
+                url=url,
+            )
         return response.status_code, b"".join(chunks), response.headers
 
     # ------------------------------------------------------------------ clients

@@ -23,7 +23,14 @@ import attrs
 import httpx
 import trio
 
-from tests.transports.http_fake import FakeMcpHttp, HttpRequest, HttpServer, Reply, serve_http
+from tests.transports.http_fake import (
+    FakeLegacySse,
+    FakeMcpHttp,
+    HttpRequest,
+    HttpServer,
+    Reply,
+    serve_http,
+)
 from trio_mcp.transports.oauth import AuthorizationRequest
 
 __all__ = ["FakeOAuth", "form_of", "headless_prompt", "serve_oauth"]
@@ -46,7 +53,7 @@ class FakeOAuth:
     """The knobs (plain attributes, change them mid-test) and what was seen."""
 
     #: The MCP endpoint behind the resource checks (None: a plain 200 JSON body).
-    mcp: FakeMcpHttp | None = None
+    mcp: FakeMcpHttp | FakeLegacySse | None = None
     #: ``"path"`` (/.well-known/oauth-protected-resource/mcp), ``"root"`` or None (no PRM).
     prm_at: str | None = "path"
     #: Put ``resource_metadata`` in the challenge.

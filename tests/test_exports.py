@@ -13,6 +13,7 @@ LAYERS = (
     "trio_mcp.transports",
     "trio_mcp.transports.stdio",
     "trio_mcp.transports.http",
+    "trio_mcp.transports.oauth",
     "trio_mcp.actors",
     "trio_mcp.actors.runtime",
     "trio_mcp.actors.config",

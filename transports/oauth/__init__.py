@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ._authorizer import DEFAULT_REDIRECT_URI, Authorizer, RefreshUnreachable, open_authorizer
 from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
-from ._store import MemoryTokenStore
+from ._store import FileTokenStore, MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
     AuthorizationPrompt,
@@ -40,6 +40,7 @@ __all__ = [
     "DPoPKey",
     "DeviceAuthorization",
     "DevicePrompt",
+    "FileTokenStore",
     "Grant",
     "MemoryTokenStore",
     "OAuthSettings",

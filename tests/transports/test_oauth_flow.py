@@ -7,8 +7,11 @@ transports' own tests are in test_http_oauth.py)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,6 +36,7 @@ from trio_mcp.transports.oauth import (
     CredentialKey,
     DeviceAuthorization,
     DPoPKey,
+    FileTokenStore,
     Grant,
     MemoryTokenStore,
     OAuthSettings,
@@ -627,3 +631,34 @@ async def test_errors_and_status_hold_no_secret() -> None:
                 await post(signer, fake.mcp_url)
             shown = f"{caught.value} {signer.status()!r} {signer!r} {form_of}"
     assert "access-" not in shown and "refresh-" not in shown and "code-" not in shown
+
+
+async def test_two_processes_sharing_a_store_refresh_once(tmp_path: Any) -> None:
+    # Signed in by this process; then two processes, whose clocks say the token ran out, send
+    # a request at the same time: one refreshes under the store's lock, the other finds the
+    # newer revision (however they interleave), so the token endpoint sees one refresh.
+    store = FileTokenStore(tmp_path)
+    fake = FakeOAuth(token_delay=0.2)
+    async with serve_oauth(fake):
+        async with authorizer(fake, store=store) as signer:
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+        peer = Path(__file__).with_name("oauth_refresher.py")
+        outputs: list[bytes] = []
+
+        async def run() -> None:
+            done = await trio.run_process(
+                [sys.executable, str(peer), str(tmp_path), fake.mcp_url, "3600"],
+                capture_stdout=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            )
+            outputs.append(done.stdout.strip())
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                nursery.start_soon(run)
+    assert outputs == [b"200", b"200"]
+    assert [t["grant_type"] for t in fake.token_requests] == [
+        "authorization_code",
+        "refresh_token",
+    ]

@@ -1205,11 +1205,18 @@ async def open_authorizer(
     http: HttpParameters,
     prompt: AuthorizationPrompt | None = None,
     tenant: str = "",
+    clock: Callable[[], float] = time.time,
 ) -> AsyncIterator[Authorizer]:
     """An :class:`Authorizer` running in its own nursery for the block (the command line's
     ``login``/``logout``, scripts); cancelled when the block ends."""
     authorizer = Authorizer(
-        server=server, settings=settings, store=store, http=http, prompt=prompt, tenant=tenant
+        server=server,
+        settings=settings,
+        store=store,
+        http=http,
+        prompt=prompt,
+        tenant=tenant,
+        clock=clock,
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(authorizer.run)

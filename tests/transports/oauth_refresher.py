@@ -17,15 +17,17 @@ from trio_mcp.transports.oauth import FileTokenStore, OAuthSettings, open_author
 
 
 async def main(directory: str, url: str, offset: float) -> None:
-    async with open_authorizer(
-        server="srv",
-        settings=OAuthSettings(),
-        store=FileTokenStore(directory),
-        http=HttpParameters(url=url),
-        clock=lambda: time.time() + offset,
-    ) as signer:
-        async with httpx.AsyncClient(auth=signer.auth) as client:
-            response = await client.post(url, content=b"{}")
+    async with (
+        open_authorizer(
+            server="srv",
+            settings=OAuthSettings(),
+            store=FileTokenStore(directory),
+            http=HttpParameters(url=url),
+            clock=lambda: time.time() + offset,
+        ) as signer,
+        httpx.AsyncClient(auth=signer.auth) as client,
+    ):
+        response = await client.post(url, content=b"{}")
     print(response.status_code)
 
 

@@ -18,9 +18,11 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 
+import httpx
 import trio
 
 from trio_mcp.actors import (
@@ -41,13 +43,24 @@ from trio_mcp.protocol import (
     ElicitResult,
     McpError,
 )
+from trio_mcp.transports import FrameSink, Transport
+from trio_mcp.transports.http import HttpParameters, open_http_transport
+from trio_mcp.transports.oauth import (
+    AuthorizationRequest,
+    Authorizer,
+    Grant,
+    MemoryTokenStore,
+    OAuthSettings,
+)
 
 __all__ = [
     "SCENARIOS",
     "ScenarioFailed",
     "form_defaults",
+    "headless_sign_in",
     "http_server",
     "main",
+    "oauth_settings",
     "run_scenario",
 ]
 
@@ -213,6 +226,85 @@ async def invalid_tool_headers(rt: Runtime) -> None:
     await _call(rt, "valid_tool", {"region": "us-west1"})
 
 
+async def auth_tool(rt: Runtime) -> None:
+    """The ``auth/*`` scenarios: once signed in (the listing went through), call
+    ``test-tool`` (the scope step-up scenarios refuse it for want of scope at first)."""
+    offered = {entry.wire_name for entry in rt.tools().values() if entry.server == SERVER}
+    if "test-tool" in offered:
+        await _call(rt, "test-tool", {})
+
+
+# --------------------------------------------------------------------------- signing in
+
+#: The redirect URI of the headless sign-in (nothing listens there: the answer is read from
+#: the authorization endpoint's redirect, which is never followed).
+REDIRECT_URI: Final = "http://localhost:3000/callback"
+#: The Client ID Metadata Document URL the suite's ``auth/basic-cimd`` expects.
+CIMD_URL: Final = "https://conformance-test.local/client-metadata.json"
+
+
+async def headless_sign_in(request: AuthorizationRequest) -> str:
+    """A sign-in front end without a user: GET the authorization URL with redirects off (the
+    suite's authorization server approves at once) and return where it redirects to."""
+    async with httpx.AsyncClient(follow_redirects=False, timeout=STEP_TIMEOUT) as client:
+        response = await client.get(request.url)
+    location = response.headers.get("location")
+    if not response.is_redirect or not location:
+        raise ScenarioFailed(
+            f"the authorization endpoint answered {response.status_code} without a redirect"
+        )
+    return str(response.url.join(location))
+
+
+def oauth_settings(scenario: str, context: Mapping[str, Any]) -> OAuthSettings:
+    """The ``oauth`` settings of a scenario: the pre-registered client of
+    ``MCP_CONFORMANCE_CONTEXT`` when it has one (pre-registration, client credentials with a
+    secret or a private key), DPoP for the DPoP scenarios, and this client's metadata
+    document URL for the servers that support them."""
+    client_id = context.get("client_id")
+    secret = context.get("client_secret")
+    key = context.get("private_key_pem")
+    machine = scenario.startswith("auth/client-credentials")
+    return OAuthSettings(
+        client_id=client_id if isinstance(client_id, str) else None,
+        client_secret=secret if isinstance(secret, str) else None,
+        private_key=key if isinstance(key, str) else None,
+        signing_algorithm=context.get("signing_algorithm") if key else None,
+        token_endpoint_auth_method="private_key_jwt" if machine and key else None,
+        grant=Grant.CLIENT_CREDENTIALS if machine else Grant.AUTHORIZATION_CODE,
+        client_metadata_url=CIMD_URL,
+        dpop=scenario.startswith("auth/dpop"),
+        redirect_uri=REDIRECT_URI,
+    )
+
+
+@asynccontextmanager
+async def signed_in_opener(
+    scenario: str, url: str, context: Mapping[str, Any]
+) -> AsyncIterator[Callable[[ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]]]:
+    """An :class:`Authorizer` for the server at ``url`` (its credentials in memory, signing in
+    through :func:`headless_sign_in`), running for the block, and the transport opener that
+    hands its ``auth`` to the server's Streamable HTTP transport."""
+    params = HttpParameters(url=url, connect_timeout=STEP_TIMEOUT)
+    authorizer = Authorizer(
+        server=SERVER,
+        settings=oauth_settings(scenario, context),
+        store=MemoryTokenStore(),
+        http=params,
+        prompt=headless_sign_in,
+    )
+
+    def opener(config: ServerConfig, sink: FrameSink) -> AbstractAsyncContextManager[Transport]:
+        return open_http_transport(
+            HttpParameters(url=url, connect_timeout=STEP_TIMEOUT, auth=authorizer.auth), sink
+        )
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(authorizer.run)
+        yield opener
+        nursery.cancel_scope.cancel()
+
+
 Scenario = Callable[[Runtime], Awaitable[None]]
 
 #: What this client does per scenario; any other scenario only connects.
@@ -249,8 +341,11 @@ async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -
         retry=RetryPolicy(first_connect_delays=(), park_probe_interval=None),
         client_name="trio-mcp-conformance",
     )
-    steps = SCENARIOS.get(scenario, connect_only)
-    async with open_runtime(config, callbacks=CALLBACKS) as rt:
+    steps = SCENARIOS.get(scenario, auth_tool if scenario.startswith("auth/") else connect_only)
+    async with (
+        _opener(scenario, server) as opener,
+        open_runtime(config, callbacks=CALLBACKS, open_transport=opener) as rt,
+    ):
         status = (await rt.wait_ready(timeout=STEP_TIMEOUT))[SERVER]
         if status.state is not ServerState.READY:
             raise ScenarioFailed(
@@ -263,6 +358,25 @@ async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -
                 f"{status.protocol_version}"
             )
         await steps(rt)
+
+
+@asynccontextmanager
+async def _opener(
+    scenario: str, server: ServerConfig
+) -> AsyncIterator[
+    Callable[[ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]] | None
+]:
+    """The OAuth scenarios sign in (through an :class:`Authorizer`); the others connect as
+    configured."""
+    if not scenario.startswith("auth/") or server.url is None:
+        yield None
+        return
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}"
+    context = json.loads(raw)
+    async with signed_in_opener(
+        scenario, server.url, context if isinstance(context, Mapping) else {}
+    ) as opener:
+        yield opener
 
 
 def http_server(url: str) -> ServerConfig:

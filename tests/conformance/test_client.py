@@ -20,8 +20,17 @@ from hypothesis import strategies as st
 
 from trio_mcp.actors import ServerConfig, TransportKind
 from trio_mcp.actors.testing import FakeServer, FakeTool, ToolContext
+from trio_mcp.transports.oauth import Grant
 
-from .client import SCENARIOS, SERVER, ScenarioFailed, form_defaults, http_server, run_scenario
+from .client import (
+    SCENARIOS,
+    SERVER,
+    ScenarioFailed,
+    form_defaults,
+    http_server,
+    oauth_settings,
+    run_scenario,
+)
 
 Clock = trio.testing.MockClock
 
@@ -130,10 +139,48 @@ def _makefile_list(name: str) -> set[str]:
 
 def test_the_client_knows_the_scenarios_make_conformance_runs() -> None:
     # Every scenario the target runs and expects to pass has its steps here; the OAuth ones
-    # only connect (they are expected failures until OAuth lands).
+    # sign in and call test-tool (the steps of every auth/ scenario).
     runs = _makefile_list("CONFORMANCE_SCENARIOS") | _makefile_list("CONFORMANCE_MODERN")
     assert set(SCENARIOS) == runs
     assert "sep-2322-client-request-state" in runs and "http-custom-headers" in runs
+    oauth = (
+        _makefile_list("CONFORMANCE_OAUTH")
+        | _makefile_list("CONFORMANCE_OAUTH_DRAFT")
+        | _makefile_list("CONFORMANCE_OAUTH_2025_03")
+        | _makefile_list("CONFORMANCE_EXTENSIONS")
+    )
+    assert len(oauth) == 14 + 11 + 2 + 4
+    assert all(name.startswith("auth/") and name not in SCENARIOS for name in oauth)
+
+
+def test_the_baseline_keeps_only_the_extensions_not_implemented() -> None:
+    baseline = (Path(__file__).parent / "expected-failures.yaml").read_text()
+    listed = set(re.findall(r"^  - (\S+)$", baseline, re.MULTILINE))
+    assert (
+        listed
+        == _makefile_list("CONFORMANCE_EXTENSIONS_EXPECTED")
+        == {
+            "auth/enterprise-managed-authorization",
+            "auth/wif-jwt-bearer",
+        }
+    )
+
+
+def test_oauth_settings_come_from_the_suite_context() -> None:
+    settings = oauth_settings(
+        "auth/client-credentials-jwt",
+        {"client_id": "c", "private_key_pem": "PEM", "signing_algorithm": "ES256"},
+    )
+    assert (settings.client_id, settings.grant, settings.token_endpoint_auth_method) == (
+        "c",
+        Grant.CLIENT_CREDENTIALS,
+        "private_key_jwt",
+    )
+    assert settings.private_key == "PEM" and settings.signing_algorithm == "ES256"
+    pre = oauth_settings("auth/pre-registration", {"client_id": "p", "client_secret": "s"})
+    assert (pre.client_id, pre.client_secret, pre.grant) == ("p", "s", Grant.AUTHORIZATION_CODE)
+    assert oauth_settings("auth/dpop-nonce", {}).dpop
+    assert not oauth_settings("auth/metadata-default", {}).dpop
 
 
 def test_the_suite_server_is_streamable_http() -> None:

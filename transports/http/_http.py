@@ -142,6 +142,7 @@ import httpx
 import trio
 
 from ...protocol._errors import (
+    AuthorizationError,
     ConnectError,
     FrameTooLarge,
     HttpStatusError,
@@ -630,6 +631,9 @@ class HttpTransport(HttpTransportBase):
             except ConnectError as exc:
                 self._end(self._unreachable(exc))
                 return
+            except AuthorizationError as exc:
+                self._end(exc)
+                return
             except TransportClosed as exc:
                 logger.warning("%s: %s", self.info, exc)
             else:
@@ -727,6 +731,10 @@ class HttpTransport(HttpTransportBase):
             except ConnectError as exc:
                 ids, stream.ids = tuple(stream.ids), set()
                 await self._cannot_connect(ids, exc)
+                return
+            except AuthorizationError as exc:
+                ids, stream.ids = tuple(stream.ids), set()
+                await self._not_authorized(ids, exc)
                 return
             except TransportClosed as exc:
                 if not departure.left:  # no free connection in time: it never went out
@@ -991,6 +999,9 @@ class HttpTransport(HttpTransportBase):
             except ConnectError as exc:
                 self._end(self._unreachable(exc))
                 return
+            except AuthorizationError as exc:
+                self._end(exc)
+                return
             except TransportClosed as exc:
                 reason = str(exc)
                 continue
@@ -1079,6 +1090,10 @@ class HttpTransport(HttpTransportBase):
                 except ConnectError as exc:
                     self._get_state = "failed"
                     self._end(self._unreachable(exc))
+                    return
+                except AuthorizationError as exc:
+                    self._get_state = "failed"
+                    self._end(exc)
                     return
                 except TransportClosed as exc:
                     logger.debug("%s broke: %s", what, exc)

@@ -52,6 +52,7 @@ import httpx
 import trio
 
 from ...protocol._errors import (
+    AuthorizationError,
     ConnectError,
     ConnectTimeout,
     FrameTooLarge,
@@ -1370,6 +1371,16 @@ class HttpTransportBase:
         self._not_left.update(ids)  # if the end comes first, they are unsent
         await self._fail(ids, self._unreachable_for_call(error), sent=False)
         self._end(self._unreachable(error))
+
+    async def _not_authorized(self, ids: Iterable[RequestId], error: AuthorizationError) -> None:
+        """The server refused the POST of the requests ``ids`` for want of a sign-in that only
+        the user (or the configuration) can give (the auth flow raised ``error``): they fail
+        with it as never processed, and the connection ends with it (the supervisor puts the
+        server in NEEDS_AUTH)."""
+        ids = tuple(ids)
+        self._not_left.update(ids)
+        await self._fail(ids, error, sent=False)
+        self._end(error)
 
     def _unreachable_for_call(self, error: ConnectError) -> McpError:
         if not self._reached:

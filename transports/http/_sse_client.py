@@ -47,6 +47,7 @@ import httpx
 import trio
 
 from ...protocol._errors import (
+    AuthorizationError,
     ConnectError,
     ConnectTimeout,
     FrameTooLarge,
@@ -171,6 +172,11 @@ class LegacyConnection:
                             host._reached = True
                             parser = SseParser(max_event_bytes=host._params.max_frame_bytes)
                             await consume(response, take)
+            except AuthorizationError as exc:
+                if self.endpoint is None:
+                    raise  # the connection attempt fails with it
+                host._end(exc)
+                return
             except McpError as exc:
                 if self.endpoint is None:
                     raise
@@ -298,6 +304,9 @@ class LegacyConnection:
                     delay = rate_limit_delay(response)
         except ConnectError as exc:
             await host._cannot_connect(out.requests, exc)
+            return None
+        except AuthorizationError as exc:
+            await host._not_authorized(out.requests, exc)
             return None
         except TransportClosed as exc:
             if out.requests and not departure.left:

@@ -3,6 +3,7 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 
 from __future__ import annotations
 
+from ._authorizer import DEFAULT_REDIRECT_URI, Authorizer, RefreshUnreachable, open_authorizer
 from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
 from ._store import FileTokenStore, MemoryTokenStore
 from ._types import (
@@ -26,11 +27,13 @@ from ._types import (
 __all__ = [
     "CLIENT_ASSERTION_TYPE",
     "DEFAULT_CLIENT_NAME",
+    "DEFAULT_REDIRECT_URI",
     "INSTALL_HINT",
     "AuthState",
     "AuthStatus",
     "AuthorizationPrompt",
     "AuthorizationRequest",
+    "Authorizer",
     "ClientRecord",
     "Credential",
     "CredentialKey",
@@ -41,9 +44,11 @@ __all__ = [
     "Grant",
     "MemoryTokenStore",
     "OAuthSettings",
+    "RefreshUnreachable",
     "SignIn",
     "TokenRecord",
     "TokenStore",
     "client_assertion",
     "jwk_thumbprint",
+    "open_authorizer",
 ]

@@ -1,0 +1,664 @@
+"""The Authorizer against the fake OAuth world (tests/transports/oauth_fake.py) on 127.0.0.1:
+discovery, registration, the authorization code flow, the issuer and state rules, step-up,
+refresh (one per expiry), client credentials, DPoP, the device grant, logout and status.
+
+Requests go through a plain httpx client whose ``auth`` is the Authorizer's (the HTTP
+transports' own tests are in test_http_oauth.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+
+from tests.transports.oauth_fake import FakeOAuth, form_of, headless_prompt, serve_oauth
+from trio_mcp.protocol import (
+    AuthorizationRequired,
+    CredentialsRefused,
+    InsufficientScope,
+    OAuthFlowError,
+    OAuthMetadataError,
+)
+from trio_mcp.transports.http import HttpParameters
+from trio_mcp.transports.oauth import (
+    AuthorizationPrompt,
+    AuthorizationRequest,
+    Authorizer,
+    AuthState,
+    Credential,
+    CredentialKey,
+    DeviceAuthorization,
+    DPoPKey,
+    FileTokenStore,
+    Grant,
+    MemoryTokenStore,
+    OAuthSettings,
+    RefreshUnreachable,
+    TokenRecord,
+    TokenStore,
+    open_authorizer,
+)
+
+
+class Clock:
+    """The wall clock of token expiry, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@asynccontextmanager
+async def authorizer(
+    fake: FakeOAuth,
+    *,
+    settings: OAuthSettings | None = None,
+    prompt: AuthorizationPrompt | None = headless_prompt,
+    store: TokenStore | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Authorizer]:
+    signer = Authorizer(
+        server="srv",
+        settings=settings or OAuthSettings(),
+        store=store if store is not None else MemoryTokenStore(),
+        http=HttpParameters(url=fake.mcp_url),
+        prompt=prompt,
+        clock=clock or Clock(),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(signer.run)
+        yield signer
+        nursery.cancel_scope.cancel()
+
+
+async def post(signer: Authorizer, url: str, body: bytes = b'{"x": 1}') -> httpx.Response:
+    async with httpx.AsyncClient(auth=signer.auth) as client:
+        return await client.post(url, content=body)
+
+
+# --------------------------------------------------------------------------- sign-in
+
+
+async def test_a_401_discovers_registers_and_signs_in_through_the_prompt() -> None:
+    async with serve_oauth(FakeOAuth(challenge_scope="mcp:read")) as fake:
+        async with authorizer(fake) as signer:
+            response = await post(signer, fake.mcp_url)
+            again = await post(signer, fake.mcp_url)
+        assert (response.status_code, again.status_code) == (200, 200)
+        # PRM from the challenge, RFC 8414 metadata, one registration, one authorization
+        assert fake.count("/.well-known/oauth-protected-resource/mcp", "rs") == 1
+        assert fake.count("/.well-known/oauth-authorization-server") == 1
+        (registration,) = fake.registrations
+        assert registration["application_type"] == "native"
+        assert registration["grant_types"] == ["authorization_code", "refresh_token"]
+        assert registration["token_endpoint_auth_method"] == "none"
+        (authorize,) = fake.authorizations
+        assert authorize["code_challenge_method"] == "S256"
+        assert authorize["resource"] == fake.mcp_url
+        assert authorize["scope"] == "mcp:read"
+        assert authorize["client_id"] == "dynamic-1"
+        (token,) = fake.token_requests
+        assert token["grant_type"] == "authorization_code"
+        assert token["resource"] == fake.mcp_url
+        # the first request went without a token, then twice with it
+        sent = [r.header("authorization") for r in fake.resource_requests]
+        assert sent[0] is None and sent[1] == sent[2] is not None
+        assert sent[1] is not None and sent[1].startswith("Bearer access-")
+        status = signer.status()
+        assert (status.state, status.issuer, status.scopes) == (
+            AuthState.SIGNED_IN,
+            fake.issuer,
+            ("mcp:read",),
+        )
+        assert "access-" not in repr(status) and "refresh-" not in repr(status)
+
+
+async def test_the_request_body_is_sent_again_after_the_401() -> None:
+    async with serve_oauth() as fake, authorizer(fake) as signer:
+        await post(signer, fake.mcp_url, b'{"jsonrpc": "2.0", "id": 7}')
+        first, second = fake.resource_requests
+        assert first.body == second.body == b'{"jsonrpc": "2.0", "id": 7}'
+
+
+async def test_without_a_prompt_a_sign_in_is_required_with_the_command() -> None:
+    async with serve_oauth() as fake, authorizer(fake, prompt=None) as signer:
+        with pytest.raises(AuthorizationRequired) as caught:
+            await post(signer, fake.mcp_url)
+        assert caught.value.hint == "trio-mcp login srv"
+        assert str(caught.value).endswith("run `trio-mcp login srv`")
+        status = signer.status()
+        assert (status.state, status.hint) == (AuthState.NEEDS_AUTH, "trio-mcp login srv")
+        assert fake.count("/authorize") == 0 and fake.registrations == []
+
+
+@pytest.mark.parametrize("challenge", ["", 'Basic realm="x"'])
+async def test_a_401_without_a_bearer_challenge_is_refused_credentials(challenge: str) -> None:
+    async with serve_oauth(FakeOAuth(raw_challenge=challenge)) as fake, authorizer(fake) as signer:
+        with pytest.raises(CredentialsRefused) as caught:
+            await post(signer, fake.mcp_url)
+    assert "the server refused the credentials" in str(caught.value)
+    assert "headers" in str(caught.value)
+    assert fake.count("/.well-known/oauth-authorization-server") == 0
+
+
+async def test_without_a_challenge_url_the_path_then_the_root_prm_is_tried() -> None:
+    fake = FakeOAuth(prm_at="root", challenge_names_prm=False)
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.rs is not None
+        paths = [r.path for r in fake.rs.requests if r.method == "GET"]
+        assert paths == [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/.well-known/oauth-protected-resource",
+        ]
+        # the root PRM names the origin as its resource: that is what is asked for
+        assert fake.authorizations[0]["resource"] == fake.rs.base
+
+
+async def test_oidc_metadata_under_a_path_is_found_in_the_2025_11_25_order() -> None:
+    fake = FakeOAuth(as_path="/tenant1", metadata_kind="oidc")
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.auth is not None
+        assert [r.path for r in fake.auth.requests if r.method == "GET"][:3] == [
+            "/.well-known/oauth-authorization-server/tenant1",
+            "/.well-known/openid-configuration/tenant1",
+            "/tenant1/.well-known/openid-configuration",
+        ]
+
+
+async def test_without_prm_the_2025_03_26_defaults_apply() -> None:
+    fake = FakeOAuth(prm_at=None, iss="omit")
+    async with serve_oauth(fake):
+        # The resource server is also the authorization server in that revision.
+        assert fake.rs is not None and fake.auth is not None
+        fake.rs.handler, rs_handler = _both(fake), fake.rs.handler
+        async with authorizer(fake) as signer:
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert rs_handler is not None
+        assert [r.path for r in fake.rs.requests if r.method == "POST"][:3] == [
+            "/mcp",
+            "/register",
+            "/token",
+        ]
+
+
+def _both(fake: FakeOAuth) -> Any:
+    """The resource and a metadata-less authorization server on one origin."""
+
+    async def handle(request: Any, reply: Any) -> None:
+        if request.path in ("/authorize", "/token", "/register"):
+            await fake.handle_as(request, reply)
+        else:
+            await fake.handle_rs(request, reply)
+
+    return handle
+
+
+# --------------------------------------------------------------------------- hostile documents
+
+
+@pytest.mark.parametrize(
+    ("changes", "body", "words"),
+    [
+        ({"issuer": "https://attacker.example"}, None, "names the issuer"),
+        ({"token_endpoint": "https://evil.example/token"}, None, "another origin"),
+        ({"authorization_endpoint": "http://example.com/authorize"}, None, "plain http://"),
+        ({"code_challenge_methods_supported": None}, None, "PKCE S256"),
+        ({"code_challenge_methods_supported": ["plain"]}, None, "PKCE S256"),
+        ({"token_endpoint": 42}, None, "is not a string"),
+        ({}, b"<html>not json</html>", "is not JSON"),
+        ({}, b"[1, 2]", "not a JSON object"),
+        ({}, b'{"a": "' + b"x" * 300_000 + b'"}', "larger than"),
+    ],
+)
+async def test_hostile_metadata_is_refused_before_any_credential_is_sent(
+    changes: dict[str, Any], body: bytes | None, words: str
+) -> None:
+    fake = FakeOAuth(metadata_changes=changes, metadata_body=body)
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        with pytest.raises(OAuthMetadataError, match=words):
+            await post(signer, fake.mcp_url)
+        assert fake.registrations == [] and fake.authorizations == []
+        assert fake.token_requests == []
+        # the runtime goes on: the next request asks again (and fails the same way)
+        fake.metadata_changes, fake.metadata_body = {}, None
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+
+
+async def test_a_prm_about_another_resource_is_refused() -> None:
+    fake = FakeOAuth(prm_resource="https://evil.example/mcp")
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        with pytest.raises(OAuthMetadataError, match="not this server"):
+            await post(signer, fake.mcp_url)
+        assert fake.authorizations == []
+
+
+# --------------------------------------------------------------------------- redirect checks
+
+
+@pytest.mark.parametrize(
+    ("iss", "supported", "ok"),
+    [
+        ("correct", True, True),
+        ("omit", False, True),
+        ("omit", True, False),
+        ("wrong", True, False),
+        ("wrong", False, False),
+    ],
+)
+async def test_the_iss_of_the_redirect_follows_rfc_9207(
+    iss: str, supported: bool, ok: bool
+) -> None:
+    fake = FakeOAuth(iss=iss, iss_supported=supported)
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        if ok:
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+        else:
+            with pytest.raises(OAuthFlowError, match="iss"):
+                await post(signer, fake.mcp_url)
+            assert fake.token_requests == []
+
+
+async def test_a_redirect_with_another_state_is_refused() -> None:
+    async def forged(request: AuthorizationRequest) -> str:
+        answer = await headless_prompt(request)
+        return answer.replace("state=", "state=x")
+
+    async with serve_oauth() as fake, authorizer(fake, prompt=forged) as signer:
+        with pytest.raises(OAuthFlowError, match="state") as caught:
+            await post(signer, fake.mcp_url)
+        assert caught.value.error == "state_mismatch"
+        assert fake.token_requests == []
+        assert "code-" not in str(caught.value)
+
+
+async def test_a_prompt_that_fails_fails_the_sign_in_not_the_actor() -> None:
+    async def broken(request: AuthorizationRequest) -> str:
+        raise RuntimeError("the window was closed")
+
+    async with serve_oauth() as fake, authorizer(fake, prompt=broken) as signer:
+        with pytest.raises(OAuthFlowError, match="RuntimeError"):
+            await post(signer, fake.mcp_url)
+        assert signer.status().state is AuthState.SIGNED_OUT
+        status = await signer.login(headless_prompt, redirect_uri="http://127.0.0.1:9/cb")
+        assert status.state is AuthState.SIGNED_IN
+
+
+# --------------------------------------------------------------------------- registration
+
+
+async def test_pre_registered_credentials_use_basic_auth_without_registering() -> None:
+    fake = FakeOAuth(
+        auth_methods=["client_secret_basic"], metadata_changes={"registration_endpoint": None}
+    )
+    settings = OAuthSettings(client_id="pre", client_secret="s3cret")
+    async with serve_oauth(fake), authorizer(fake, settings=settings) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.registrations == []
+        assert fake.authorizations[0]["client_id"] == "pre"
+        (headers,) = fake.token_headers
+        assert headers["authorization"].startswith("Basic ")
+        assert "client_secret" not in fake.token_requests[0]
+
+
+async def test_client_secret_post_sends_the_secret_in_the_form() -> None:
+    fake = FakeOAuth(auth_methods=["client_secret_post"])
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.registrations[0]["token_endpoint_auth_method"] == "client_secret_post"
+        assert fake.token_requests[0]["client_secret"] == "dynamic-secret-1"
+        assert "authorization" not in fake.token_headers[0]
+
+
+async def test_a_client_id_metadata_document_is_used_where_supported() -> None:
+    fake = FakeOAuth(cimd=True)
+    settings = OAuthSettings(client_metadata_url="https://client.example/meta.json")
+    async with serve_oauth(fake), authorizer(fake, settings=settings) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.registrations == []
+        assert fake.authorizations[0]["client_id"] == "https://client.example/meta.json"
+
+
+async def test_a_new_authorization_server_gets_a_new_registration() -> None:
+    store = MemoryTokenStore()
+    async with serve_oauth() as fake, serve_oauth(FakeOAuth(client_prefix="second")) as other:
+        async with authorizer(fake, store=store) as signer:
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+            fake.moved_to = other  # the resource now trusts another authorization server
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert fake.count("/register") == 1 and other.count("/register") == 1
+        # the first server's client id never went to the second one
+        assert [a["client_id"] for a in other.authorizations] == ["second-1"]
+        assert [t["client_id"] for t in other.token_requests] == ["second-1"]
+        assert fake.authorizations[0]["client_id"] == "dynamic-1"
+        issuers = sorted(c.key.issuer for c in await store.list())
+        assert issuers == sorted([fake.issuer, other.issuer])
+
+
+# --------------------------------------------------------------------------- scopes
+
+
+async def test_offline_access_is_asked_for_only_when_the_server_lists_it() -> None:
+    for listed, expected in ((["mcp", "offline_access"], "mcp offline_access"), (["mcp"], "mcp")):
+        fake = FakeOAuth(prm_scopes=["mcp"], scopes_supported=listed)
+        async with serve_oauth(fake), authorizer(fake) as signer:
+            await post(signer, fake.mcp_url)
+        assert fake.authorizations[0]["scope"] == expected
+
+
+async def test_no_scope_is_sent_when_nobody_names_one() -> None:
+    async with serve_oauth() as fake, authorizer(fake) as signer:
+        await post(signer, fake.mcp_url)
+    assert "scope" not in fake.authorizations[0]
+
+
+async def test_a_403_insufficient_scope_reauthorizes_with_the_union() -> None:
+    fake = FakeOAuth(
+        challenge_scope="read", needed=frozenset({"read", "write"}), needed_scope="write"
+    )
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert [a.get("scope") for a in fake.authorizations] == ["read", "read write"]
+        assert signer.status().scopes == ("read", "write")
+
+
+async def test_step_up_stops_after_max_step_up_with_insufficient_scope() -> None:
+    fake = FakeOAuth(needed=frozenset({"admin"}), needed_scope="admin")
+    async with serve_oauth(fake), authorizer(fake, settings=OAuthSettings(max_step_up=2)) as signer:
+        # the server grants "admin" at the authorization server but the resource never
+        # accepts it: make it need a scope nobody gets
+        fake.needed = frozenset({"never"})
+        with pytest.raises(InsufficientScope) as caught:
+            await post(signer, fake.mcp_url)
+        assert len(fake.authorizations) == 3  # the sign-in and two step-ups
+        assert caught.value.hint == "trio-mcp login srv"
+        assert caught.value.scopes == ("admin",)
+
+
+async def test_without_a_prompt_step_up_is_insufficient_scope_at_once() -> None:
+    fake = FakeOAuth(needed=frozenset({"admin"}), needed_scope="admin")
+    store = MemoryTokenStore()
+    async with serve_oauth(fake):
+        async with authorizer(fake, store=store) as signer:
+            fake.needed = frozenset()
+            await post(signer, fake.mcp_url)
+        fake.needed = frozenset({"admin"})
+        async with authorizer(fake, store=store, prompt=None) as signer:
+            with pytest.raises(InsufficientScope, match="takes a new sign-in"):
+                await post(signer, fake.mcp_url)
+        assert len(fake.authorizations) == 1
+
+
+# --------------------------------------------------------------------------- refresh
+
+
+async def _signed_in(fake: FakeOAuth, store: TokenStore, clock: Clock) -> None:
+    async with authorizer(fake, store=store, clock=clock) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+
+
+async def test_two_tasks_finding_the_token_expired_refresh_once() -> None:
+    store, clock = MemoryTokenStore(), Clock()
+    fake = FakeOAuth(token_delay=0.05)
+    async with serve_oauth(fake):
+        await _signed_in(fake, store, clock)
+        clock.now += 3600
+        async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
+            results: list[int] = []
+
+            async def one() -> None:
+                results.append((await post(signer, fake.mcp_url)).status_code)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one)
+                nursery.start_soon(one)
+        assert results == [200, 200]
+        grants = [t["grant_type"] for t in fake.token_requests]
+        assert grants == ["authorization_code", "refresh_token"]
+        assert fake.token_requests[1]["resource"] == fake.mcp_url
+
+
+async def test_a_refresh_token_is_kept_when_not_rotated_and_replaced_when_rotated() -> None:
+    for rotate in (False, True):
+        store, clock = MemoryTokenStore(), Clock()
+        fake = FakeOAuth(rotate=rotate)
+        async with serve_oauth(fake):
+            await _signed_in(fake, store, clock)
+            (before,) = await store.list()
+            clock.now += 3600
+            await _signed_in(fake, store, clock)
+            (after,) = await store.list()
+        assert before.tokens is not None and after.tokens is not None
+        assert after.tokens.access_token != before.tokens.access_token
+        kept = after.tokens.refresh_token == before.tokens.refresh_token
+        assert kept is not rotate
+        assert after.revision > before.revision
+
+
+async def test_invalid_grant_on_refresh_needs_auth_and_leaves_the_record() -> None:
+    store, clock = MemoryTokenStore(), Clock()
+    fake = FakeOAuth()
+    async with serve_oauth(fake):
+        await _signed_in(fake, store, clock)
+        fake.refresh_error = "invalid_grant"
+        clock.now += 3600
+        async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
+            with pytest.raises(AuthorizationRequired, match="invalid_grant") as caught:
+                await post(signer, fake.mcp_url)
+            assert signer.status().state is AuthState.NEEDS_AUTH
+    assert caught.value.hint == "trio-mcp login srv"
+    (kept,) = await store.list()
+    assert kept.tokens is not None and kept.tokens.refresh_token is not None
+
+
+async def test_an_unreachable_authorization_server_on_refresh_keeps_the_record() -> None:
+    store, clock = MemoryTokenStore(), Clock()
+    fake = FakeOAuth()
+    async with serve_oauth(fake):
+        await _signed_in(fake, store, clock)
+        (before,) = await store.list()
+        fake.token_broken = True
+        clock.now += 3600
+        async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
+            with pytest.raises(RefreshUnreachable, match="the stored sign-in is kept"):
+                await post(signer, fake.mcp_url)
+            assert fake.auth is not None
+            await fake.auth.kill()
+            with pytest.raises(RefreshUnreachable, match="could not be reached"):
+                await post(signer, fake.mcp_url)
+    assert await store.list() == (before,)
+
+
+async def test_a_newer_revision_saved_meanwhile_is_used_instead_of_refreshing() -> None:
+    store, clock = MemoryTokenStore(), Clock()
+    fake = FakeOAuth()
+    async with serve_oauth(fake):
+        await _signed_in(fake, store, clock)
+        async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
+            await post(signer, fake.mcp_url)  # loads the credential
+            (held,) = await store.list()
+            assert held.tokens is not None
+            # another process refreshed and saved a newer revision
+            fake.tokens["access-other"] = frozenset()
+            newer = TokenRecord(access_token="access-other", expires_at=clock.now + 7200)
+            await store.save(
+                Credential(key=held.key, client=held.client, tokens=newer, revision=held.revision)
+            )
+            clock.now += 3600
+            response = await post(signer, fake.mcp_url)
+        assert response.status_code == 200
+        assert [t["grant_type"] for t in fake.token_requests] == ["authorization_code"]
+        assert fake.resource_requests[-1].header("authorization") == "Bearer access-other"
+
+
+# --------------------------------------------------------------------------- machine to machine
+
+
+async def test_client_credentials_sign_in_on_their_own_with_basic_auth() -> None:
+    fake = FakeOAuth(auth_methods=["client_secret_basic"], client_secret="s3cret")
+    settings = OAuthSettings(
+        client_id="registered-client", client_secret="s3cret", grant=Grant.CLIENT_CREDENTIALS
+    )
+    async with serve_oauth(fake), authorizer(fake, settings=settings, prompt=None) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert [t["grant_type"] for t in fake.token_requests] == ["client_credentials"]
+        assert fake.token_headers[0]["authorization"].startswith("Basic ")
+        assert fake.authorizations == []
+        # the first request already carried the token (no 401 round trip)
+        assert fake.resource_requests[0].header("authorization") is not None
+
+
+async def test_client_credentials_with_private_key_jwt() -> None:
+    key = DPoPKey.generate().to_pem()
+    fake = FakeOAuth(auth_methods=["private_key_jwt"])
+    settings = OAuthSettings(
+        client_id="registered-client", private_key=key, grant=Grant.CLIENT_CREDENTIALS
+    )
+    async with serve_oauth(fake), authorizer(fake, settings=settings, prompt=None) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        form = fake.token_requests[0]
+        assert form["client_assertion_type"].endswith("jwt-bearer")
+        assert form["client_assertion"].count(".") == 2
+
+
+async def test_dpop_binds_the_token_and_answers_nonces_at_both_servers() -> None:
+    fake = FakeOAuth(dpop_nonce="n-1")
+    async with serve_oauth(fake), authorizer(fake, settings=OAuthSettings(dpop=True)) as signer:
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        # the token request was sent twice (use_dpop_nonce), both times with a proof
+        assert len(fake.token_requests) == 2
+        assert all("dpop" in headers for headers in fake.token_headers)
+        last = fake.resource_requests[-1]
+        assert (last.header("authorization") or "").startswith("DPoP ")
+        assert last.header("dpop") is not None
+        (stored,) = await signer._store.list()
+        assert stored.dpop_key is not None and "PRIVATE" not in repr(stored)
+
+
+# --------------------------------------------------------------------------- device, logout
+
+
+async def test_the_device_grant_polls_until_approved(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuth(device=True, device_pending=2)
+    shown: list[DeviceAuthorization] = []
+
+    async def show(device: DeviceAuthorization) -> None:
+        shown.append(device)
+
+    async with serve_oauth(fake), authorizer(fake) as signer:
+        start = trio.current_time()
+        status = await signer.login_device(show)
+        took = trio.current_time() - start
+    assert status.state is AuthState.SIGNED_IN
+    assert shown[0].user_code == "WDJB-MJHT" and shown[0].interval == 5.0
+    assert [t["grant_type"] for t in fake.token_requests] == [
+        "urn:ietf:params:oauth:grant-type:device_code"
+    ] * 3
+    assert 15.0 <= took < 16.0  # three polls, 5 s apart
+    assert fake.authorizations[0]["resource"] == fake.mcp_url
+
+
+async def test_the_device_grant_needs_a_server_that_offers_it() -> None:
+    async with serve_oauth() as fake, authorizer(fake) as signer:
+        with pytest.raises(OAuthFlowError, match="no device authorization"):
+            await signer.login_device(_ignore)
+
+
+async def _ignore(device: DeviceAuthorization) -> None:
+    await trio.lowlevel.checkpoint()
+
+
+async def test_logout_forgets_every_credential_of_the_server() -> None:
+    store = MemoryTokenStore()
+    async with (
+        serve_oauth() as fake,
+        open_authorizer(
+            server="srv",
+            settings=OAuthSettings(),
+            store=store,
+            http=HttpParameters(url=fake.mcp_url),
+        ) as signer,
+    ):
+        status = await signer.login(headless_prompt, redirect_uri="http://127.0.0.1:5/cb")
+        assert status.state is AuthState.SIGNED_IN
+        assert fake.authorizations[0]["redirect_uri"] == "http://127.0.0.1:5/cb"
+        assert await signer.logout() is True
+        assert signer.status().state is AuthState.SIGNED_OUT
+        assert await store.list() == ()
+        assert await signer.logout() is False
+
+
+async def test_a_stored_credential_of_another_server_is_never_used() -> None:
+    store = MemoryTokenStore()
+    async with serve_oauth() as fake:
+        key = CredentialKey(server="other", resource=fake.mcp_url, issuer=fake.issuer)
+        fake.tokens["access-theirs"] = frozenset()
+        await store.save(Credential(key=key, tokens=TokenRecord(access_token="access-theirs")))
+        async with authorizer(fake, store=store, prompt=None) as signer:
+            with pytest.raises(AuthorizationRequired):
+                await post(signer, fake.mcp_url)
+        assert fake.resource_requests[0].header("authorization") is None
+
+
+async def test_no_token_goes_to_another_origin() -> None:
+    async with serve_oauth() as fake, authorizer(fake) as signer:
+        await post(signer, fake.mcp_url)
+        assert fake.auth is not None
+        await post(signer, f"{fake.auth.base}/elsewhere")
+        assert fake.auth.requests[-1].header("authorization") is None
+
+
+async def test_errors_and_status_hold_no_secret() -> None:
+    fake = FakeOAuth(refresh_error="invalid_grant")
+    store, clock = MemoryTokenStore(), Clock()
+    async with serve_oauth(fake):
+        await _signed_in(fake, store, clock)
+        clock.now += 3600
+        async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
+            with pytest.raises(AuthorizationRequired) as caught:
+                await post(signer, fake.mcp_url)
+            shown = f"{caught.value} {signer.status()!r} {signer!r} {form_of}"
+    assert "access-" not in shown and "refresh-" not in shown and "code-" not in shown
+
+
+async def test_two_processes_sharing_a_store_refresh_once(tmp_path: Any) -> None:
+    # Signed in by this process; then two processes, whose clocks say the token ran out, send
+    # a request at the same time: one refreshes under the store's lock, the other finds the
+    # newer revision (however they interleave), so the token endpoint sees one refresh.
+    store = FileTokenStore(tmp_path)
+    fake = FakeOAuth(token_delay=0.2)
+    async with serve_oauth(fake):
+        async with authorizer(fake, store=store) as signer:
+            assert (await post(signer, fake.mcp_url)).status_code == 200
+        peer = Path(__file__).with_name("oauth_refresher.py")
+        outputs: list[bytes] = []
+
+        async def run() -> None:
+            done = await trio.run_process(
+                [sys.executable, str(peer), str(tmp_path), fake.mcp_url, "3600"],
+                capture_stdout=True,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            )
+            outputs.append(done.stdout.strip())
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run)
+                nursery.start_soon(run)
+    assert outputs == [b"200", b"200"]
+    assert [t["grant_type"] for t in fake.token_requests] == [
+        "authorization_code",
+        "refresh_token",
+    ]

@@ -1,0 +1,1226 @@
+"""The OAuth 2.1 sign-in of one HTTP server: :class:`Authorizer`, an actor.
+
+Its task (:meth:`Authorizer.run`) owns the server's credential in memory and does every
+exchange with the authorization server (discovery, registration, token requests, refresh).
+The transports reach it through :attr:`Authorizer.auth` (an ``httpx.Auth``): that runs in the
+request's task, adds the token (and a DPoP proof) and, on ``401``/``403``, sends the challenge
+to the actor and waits for its answer (a token to retry with, or an error to raise). Requests
+are answered one at a time, so however many requests find the token expired, one refresh
+runs; across processes the store's ``lock`` does the same (after taking it the credential is
+reloaded: a newer revision that another process saved is used as it is).
+
+The rules that need no I/O are in :mod:`trio_mcp.protocol` (``_oauth``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Final
+
+import attrs
+import httpx
+import trio
+
+from ...protocol import (
+    DEVICE_CODE_GRANT,
+    MAX_OAUTH_BODY_BYTES,
+    AuthorizationError,
+    AuthorizationRequired,
+    AuthorizationServerMetadata,
+    Challenge,
+    ClientAuth,
+    ConnectError,
+    CredentialsRefused,
+    InsufficientScope,
+    McpError,
+    OAuthFlowError,
+    OAuthMetadataError,
+    ProtectedResourceMetadata,
+    TokenResponse,
+    authorization_server_metadata_urls,
+    authorization_url,
+    bearer_challenge,
+    canonical_resource,
+    choose_token_auth_method,
+    device_authorization_request,
+    legacy_authorization_server,
+    new_state,
+    origin_of,
+    parse_authorization_server_metadata,
+    parse_device_authorization,
+    parse_protected_resource_metadata,
+    parse_redirect,
+    parse_registration_response,
+    parse_token_response,
+    parse_www_authenticate,
+    pkce_pair,
+    protected_resource_metadata_urls,
+    registration_body,
+    select_scopes,
+    step_up_scopes,
+    token_request,
+)
+from ..http._http_base import HttpParameters, consume
+from ._jose import DPoPKey, client_assertion
+from ._types import (
+    AuthorizationPrompt,
+    AuthorizationRequest,
+    AuthState,
+    AuthStatus,
+    ClientRecord,
+    Credential,
+    CredentialKey,
+    DeviceAuthorization,
+    DevicePrompt,
+    Grant,
+    OAuthSettings,
+    TokenRecord,
+    TokenStore,
+)
+
+__all__ = ["DEFAULT_REDIRECT_URI", "Authorizer", "RefreshUnreachable", "open_authorizer"]
+
+logger = logging.getLogger("trio_mcp.oauth")
+
+#: The redirect URI of a sign-in whose front end named none (and no ``redirect_uri`` setting).
+DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1/callback"
+#: A token this close to its expiry (seconds) is refreshed before it is used.
+EXPIRY_SKEW: Final = 30.0
+#: How many times one request may be answered 401 (a refused token, a new DPoP nonce).
+_MAX_UNAUTHORIZED: Final = 2
+_MAILBOX: Final = 32
+
+
+class RefreshUnreachable(ConnectError):
+    """Refreshing the token failed because the authorization server could not be reached (or
+    answered with a server error): the stored credential is kept, and a later attempt may
+    succeed. The supervisor retries as for any connection failure."""
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """A one-shot reply: set once by the actor, read by the asker."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    value: object = None
+    error: BaseException | None = None
+
+    def set(self, value: object) -> None:
+        if not self.done.is_set():
+            self.value = value
+            self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        if not self.done.is_set():
+            self.error = error
+            self.done.set()
+
+
+@attrs.frozen(kw_only=True)
+class _Grant:
+    """What the auth flow puts on a request: the token and how to present it."""
+
+    token: str | None = attrs.field(repr=False)
+    token_type: str = "Bearer"
+    dpop: DPoPKey | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class _Need:
+    """A request is about to go out: the current token, fresh (refreshed if it ran out)."""
+
+    reply: _Waiter
+
+
+@attrs.frozen(kw_only=True)
+class _Challenged:
+    """The server answered ``status`` with these challenges to a request sent with ``sent``;
+    ``step_ups``: how many re-authorizations for scope this request already had."""
+
+    status: int
+    challenges: tuple[Challenge, ...]
+    sent: str | None = attrs.field(repr=False)
+    step_ups: int
+    reply: _Waiter
+
+
+@attrs.frozen(kw_only=True)
+class _Login:
+    prompt: AuthorizationPrompt
+    redirect_uri: str | None
+    scopes: tuple[str, ...] | None
+    reply: _Waiter
+
+
+@attrs.frozen(kw_only=True)
+class _LoginDevice:
+    show: DevicePrompt
+    scopes: tuple[str, ...] | None
+    reply: _Waiter
+
+
+@attrs.frozen(kw_only=True)
+class _Logout:
+    reply: _Waiter
+
+
+_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout
+
+
+# --------------------------------------------------------------------------- the auth flow
+
+
+class _Auth(httpx.Auth):
+    """The ``httpx.Auth`` of the transports: the token on every request to the server's own
+    origin (never another), and the challenges sent to the actor."""
+
+    def __init__(self, authorizer: Authorizer) -> None:
+        self._authorizer = authorizer
+
+    async def async_auth_flow(
+        self, request: httpx.Request
+    ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        owner = self._authorizer
+        if origin_of(str(request.url)) != owner._origin:
+            yield request
+            return
+        grant = await owner._ask_grant(lambda reply: _Need(reply=reply))
+        unauthorized = 0
+        step_ups = 0
+        while True:
+            owner._apply(request, grant)
+            response = yield request
+            owner._note_nonce(response)
+            status = response.status_code
+            if status not in (401, 403):
+                return
+            challenges = parse_www_authenticate(response.headers.get_list("www-authenticate"))
+            if status == 403:
+                challenge = bearer_challenge(challenges)
+                if challenge is None or challenge.error != "insufficient_scope":
+                    return  # a 403 about something else: the transport reports it
+                step_ups += 1
+            else:
+                unauthorized += 1
+                if unauthorized > _MAX_UNAUTHORIZED:
+                    raise AuthorizationRequired(
+                        f"the server {owner._server!r} keeps refusing the token it was just "
+                        f"given; sign in again: {owner._hint}",
+                        server=owner._server,
+                        hint=owner._hint,
+                    )
+                if _wants_nonce(challenges) and grant.dpop is not None:
+                    continue  # the nonce was noted: the same token with a new proof
+            grant = await owner._ask_grant(
+                _challenged_message(status, challenges, grant.token, step_ups)
+            )
+
+
+def _challenged_message(
+    status: int, challenges: tuple[Challenge, ...], sent: str | None, step_ups: int
+) -> Callable[[_Waiter], _Message]:
+    def make(reply: _Waiter) -> _Message:
+        return _Challenged(
+            status=status, challenges=challenges, sent=sent, step_ups=step_ups, reply=reply
+        )
+
+    return make
+
+
+def _wants_nonce(challenges: Sequence[Challenge]) -> bool:
+    return any(c.scheme == "dpop" and c.error == "use_dpop_nonce" for c in challenges)
+
+
+# --------------------------------------------------------------------------- the actor
+
+
+class Authorizer:
+    """One server's OAuth 2.1 sign-in (implements :class:`~trio_mcp.transports.oauth.SignIn`).
+
+    ``server``: the configured name (in messages and the hint ``trio-mcp login <server>``);
+    ``settings``: its ``oauth`` settings; ``store``: where credentials live; ``http``: how the
+    server is reached (``http.url`` is the MCP endpoint; its TLS settings, proxy and
+    ``allow_insecure_http`` apply to the authorization server too); ``prompt``: the host's
+    opt-in to interactive sign-in (without it, a sign-in that needs the user raises
+    :class:`AuthorizationRequired` with the hint); ``tenant``: the host's tenant.
+    ``clock``: the wall clock of token expiry (seconds since the epoch; tests give their own).
+    """
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        settings: OAuthSettings,
+        store: TokenStore,
+        http: HttpParameters,
+        prompt: AuthorizationPrompt | None = None,
+        tenant: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._server = server
+        self._settings = settings
+        self._store = store
+        self._http = http
+        self._prompt = prompt
+        self._tenant = tenant
+        self._clock = clock
+        self._server_url = http.url
+        self._resource_key = canonical_resource(http.url)
+        self._origin = origin_of(http.url)
+        self._hint = f"trio-mcp login {server}"
+        self._allow_http = http.allow_insecure_http
+        self._send, self._receive = trio.open_memory_channel[_Message](_MAILBOX)
+        self._auth = _Auth(self)
+        self._client: httpx.AsyncClient | None = None
+        self._running = False
+        # Owned by the actor's task.
+        self._credential: Credential | None = None
+        self._loaded = False
+        self._prm: ProtectedResourceMetadata | None = None
+        self._metadata: AuthorizationServerMetadata | None = None
+        self._resource: str = self._resource_key
+        self._challenge_scopes: tuple[str, ...] | None = None
+        self._dpop: DPoPKey | None = None
+        self._nonces: dict[str, str] = {}
+        self._status = AuthStatus(server=server, state=AuthState.SIGNED_OUT)
+
+    def __repr__(self) -> str:
+        return f"<Authorizer {self._server!r} {self._status.state.value}>"
+
+    # ------------------------------------------------------------------ SignIn
+
+    @property
+    def auth(self) -> httpx.Auth:
+        return self._auth
+
+    def status(self) -> AuthStatus:
+        return self._status
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        context = self._http._ssl_context
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(self._http.connect_timeout),
+            follow_redirects=False,
+            verify=context if context is not None else True,
+            proxy=self._http.proxy,
+        ) as client:
+            self._client = client
+            self._running = True
+            task_status.started()
+            try:
+                async for message in self._receive:
+                    await self._handle(message)
+            finally:
+                self._running = False
+                self._client = None
+
+    async def login(
+        self,
+        prompt: AuthorizationPrompt,
+        *,
+        redirect_uri: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> AuthStatus:
+        result = await self._ask(
+            lambda reply: _Login(
+                prompt=prompt,
+                redirect_uri=redirect_uri,
+                scopes=tuple(scopes) if scopes is not None else None,
+                reply=reply,
+            )
+        )
+        assert isinstance(result, AuthStatus)
+        return result
+
+    async def login_device(
+        self, show: DevicePrompt, *, scopes: Sequence[str] | None = None
+    ) -> AuthStatus:
+        result = await self._ask(
+            lambda reply: _LoginDevice(
+                show=show, scopes=tuple(scopes) if scopes is not None else None, reply=reply
+            )
+        )
+        assert isinstance(result, AuthStatus)
+        return result
+
+    async def logout(self) -> bool:
+        result = await self._ask(lambda reply: _Logout(reply=reply))
+        assert isinstance(result, bool)
+        return result
+
+    # ------------------------------------------------------------------ asking
+
+    async def _ask(self, make: Callable[[_Waiter], _Message]) -> _Grant | AuthStatus | bool:
+        if not self._running:
+            raise AuthorizationError(
+                f"the sign-in of {self._server!r} is not running (the runtime is closed?)",
+                server=self._server,
+            )
+        reply = _Waiter()
+        try:
+            await self._send.send(make(reply))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise AuthorizationError(
+                f"the sign-in of {self._server!r} has stopped", server=self._server
+            ) from None
+        await reply.done.wait()
+        if reply.error is not None:
+            raise reply.error
+        assert isinstance(reply.value, _Grant | AuthStatus | bool)
+        return reply.value
+
+    async def _ask_grant(self, make: Callable[[_Waiter], _Message]) -> _Grant:
+        result = await self._ask(make)
+        assert isinstance(result, _Grant)
+        return result
+
+    async def _handle(self, message: _Message) -> None:
+        try:
+            match message:
+                case _Need(reply=reply):
+                    reply.set(await self._current())
+                case _Challenged() as challenged:
+                    challenged.reply.set(await self._challenged(challenged))
+                case _Login(prompt=prompt, redirect_uri=redirect_uri, scopes=scopes, reply=reply):
+                    reply.set(await self._login(prompt, redirect_uri, scopes))
+                case _LoginDevice(show=show, scopes=scopes, reply=reply):
+                    reply.set(await self._login_device(show, scopes))
+                case _Logout(reply=reply):
+                    reply.set(await self._logout())
+        except AuthorizationError as exc:
+            if isinstance(exc, AuthorizationRequired):
+                self._publish(AuthState.NEEDS_AUTH, reason=str(exc), hint=exc.hint or self._hint)
+            exc.server = exc.server or self._server
+            message.reply.fail(exc)
+        except McpError as exc:  # RefreshUnreachable, a key the JOSE library refused
+            message.reply.fail(exc)
+        except (httpx.HTTPError, OSError) as exc:
+            message.reply.fail(
+                OAuthFlowError(
+                    f"the authorization server of {self._server!r} could not be reached "
+                    f"({type(exc).__name__})",
+                    server=self._server,
+                )
+            )
+        except Exception as exc:  # a host's prompt that failed: this sign-in fails, not the actor
+            logger.warning("%s: the sign-in failed: %s", self._server, type(exc).__name__)
+            failure = OAuthFlowError(
+                f"the sign-in of {self._server!r} failed: {type(exc).__name__}",
+                server=self._server,
+            )
+            failure.__cause__ = exc
+            message.reply.fail(failure)
+
+    # ------------------------------------------------------------------ requests
+
+    def _apply(self, request: httpx.Request, grant: _Grant) -> None:
+        """Put ``grant`` on ``request`` (called in the request's task)."""
+        if grant.token is None:
+            request.headers.pop("authorization", None)
+            return
+        if grant.dpop is not None and grant.token_type == "DPoP":
+            request.headers["Authorization"] = f"DPoP {grant.token}"
+            request.headers["DPoP"] = grant.dpop.proof(
+                method=request.method,
+                url=str(request.url),
+                nonce=self._nonces.get(self._origin),
+                access_token=grant.token,
+            )
+        else:
+            request.headers["Authorization"] = f"Bearer {grant.token}"
+
+    def _note_nonce(self, response: httpx.Response) -> None:
+        nonce = response.headers.get("dpop-nonce")
+        if nonce:
+            self._nonces[origin_of(str(response.request.url))] = nonce[:1024]
+
+    def _grant(self) -> _Grant:
+        tokens = self._credential.tokens if self._credential is not None else None
+        if tokens is None:
+            return _Grant(token=None)
+        dpop = self._dpop if tokens.token_type == "DPoP" else None
+        return _Grant(token=tokens.access_token, token_type=tokens.token_type, dpop=dpop)
+
+    def _expired(self, tokens: TokenRecord) -> bool:
+        return tokens.expires_at is not None and tokens.expires_at - EXPIRY_SKEW <= self._clock()
+
+    async def _load(self) -> None:
+        """The stored credential of this server (the most recently saved, whatever issuer)."""
+        if self._loaded:
+            return
+        found = await self._store.find(self._server, self._resource_key, self._tenant)
+        usable = [c for c in found if c.tokens is not None]
+        if usable:
+            self._adopt(max(usable, key=lambda c: c.tokens.obtained_at if c.tokens else 0.0))
+        self._loaded = True
+
+    def _adopt(self, credential: Credential) -> None:
+        self._credential = credential
+        if credential.dpop_key is not None:
+            self._dpop = DPoPKey.from_pem(credential.dpop_key)
+        tokens = credential.tokens
+        if tokens is not None:
+            self._publish(AuthState.SIGNED_IN)
+
+    async def _current(self) -> _Grant:
+        await self._load()
+        credential = self._credential
+        tokens = credential.tokens if credential is not None else None
+        if tokens is not None and not self._expired(tokens):
+            return self._grant()
+        if tokens is not None and credential is not None:
+            await self._refresh(credential)
+            return self._grant()
+        if self._settings.grant is Grant.CLIENT_CREDENTIALS:
+            await self._sign_in_machine(await self._discover(None))
+            return self._grant()
+        return _Grant(token=None)  # the server's 401 says where to sign in
+
+    async def _challenged(self, message: _Challenged) -> _Grant:
+        challenge = bearer_challenge(message.challenges)
+        if challenge is None:
+            raise CredentialsRefused(
+                f"the server refused the credentials (HTTP {message.status} without a Bearer "
+                f"challenge): OAuth cannot help; check the headers configured for "
+                f"{self._server!r} (or the user information in its URL)",
+                server=self._server,
+                hint=f"check the headers of {self._server} in the configuration",
+            )
+        held = self._credential.tokens if self._credential is not None else None
+        if held is not None and message.sent is not None and held.access_token != message.sent:
+            return self._grant()  # another request already got a newer token: use it
+        if message.status == 403:
+            return await self._step_up(challenge, message.step_ups)
+        if challenge.scopes is not None:
+            self._challenge_scopes = challenge.scopes
+        metadata = await self._discover(challenge)
+        credential = self._credential
+        if (
+            credential is not None
+            and credential.key.issuer == metadata.issuer
+            and credential.tokens is not None
+            and credential.tokens.refresh_token is not None
+            and message.sent is not None
+        ):
+            # The token was refused before its time: one refresh, then the user.
+            try:
+                await self._refresh(credential, force=True)
+                return self._grant()
+            except AuthorizationRequired:
+                pass
+        return await self._sign_in(metadata, scopes=None)
+
+    async def _step_up(self, challenge: Challenge, step_ups: int) -> _Grant:
+        previous = (
+            self._credential.tokens.scopes if self._credential and self._credential.tokens else ()
+        )
+        scopes = step_up_scopes(previous or self._challenge_scopes or (), challenge.scopes)
+        if step_ups > self._settings.max_step_up:
+            raise InsufficientScope(
+                f"the server {self._server!r} still refuses the request for lack of scope after "
+                f"{self._settings.max_step_up} re-authorizations (it asks for "
+                f"{' '.join(challenge.scopes or ()) or 'an unnamed scope'}): "
+                f"{challenge.error_description or 'insufficient_scope'}",
+                server=self._server,
+                hint=self._hint,
+                scopes=scopes,
+            )
+        metadata = await self._discover(challenge)
+        if self._settings.grant is not Grant.CLIENT_CREDENTIALS and self._prompt is None:
+            raise InsufficientScope(
+                f"the server {self._server!r} needs a wider scope ({' '.join(scopes)}), which "
+                f"takes a new sign-in: {self._hint}",
+                server=self._server,
+                hint=self._hint,
+                scopes=scopes,
+            )
+        return await self._sign_in(metadata, scopes=scopes)
+
+    async def _sign_in(
+        self, metadata: AuthorizationServerMetadata, *, scopes: tuple[str, ...] | None
+    ) -> _Grant:
+        if self._settings.grant is Grant.CLIENT_CREDENTIALS:
+            await self._sign_in_machine(metadata, scopes)
+            return self._grant()
+        if self._prompt is None:
+            raise AuthorizationRequired(
+                f"the server {self._server!r} needs a sign-in at {metadata.issuer}: "
+                f"run `{self._hint}`",
+                server=self._server,
+                hint=self._hint,
+            )
+        await self._authorize(metadata, self._prompt, None, scopes)
+        return self._grant()
+
+    # ------------------------------------------------------------------ discovery
+
+    async def _discover(self, challenge: Challenge | None) -> AuthorizationServerMetadata:
+        """The protected resource's metadata (from the challenge's URL, else the well-known
+        ones), then its authorization server's; without any, the 2025-03-26 defaults."""
+        urls = protected_resource_metadata_urls(
+            self._server_url,
+            challenge.resource_metadata if challenge is not None else None,
+            allow_http=self._allow_http,
+        )
+        prm: ProtectedResourceMetadata | None = None
+        for url in urls:
+            found = await self._fetch_document(url)
+            if found is not None:
+                prm = parse_protected_resource_metadata(
+                    found, url=url, server_url=self._server_url, allow_http=self._allow_http
+                )
+                break
+        self._prm = prm
+        if prm is None:
+            issuer = origin_of(self._server_url)
+            self._resource = self._resource_key
+            metadata = await self._authorization_server(issuer, legacy=True)
+        else:
+            self._resource = prm.resource
+            issuers = prm.authorization_servers
+            held = self._credential.key.issuer if self._credential is not None else None
+            issuer = held if held is not None and held in issuers else issuers[0]
+            metadata = await self._authorization_server(issuer, legacy=False)
+        self._metadata = metadata
+        return metadata
+
+    async def _authorization_server(
+        self, issuer: str, *, legacy: bool
+    ) -> AuthorizationServerMetadata:
+        for url in authorization_server_metadata_urls(issuer):
+            found = await self._fetch_document(url)
+            if found is not None:
+                return parse_authorization_server_metadata(
+                    found, url=url, issuer=issuer, allow_http=self._allow_http
+                )
+        if legacy:
+            return legacy_authorization_server(self._server_url)
+        raise OAuthMetadataError(
+            f"the authorization server {issuer} publishes no metadata (tried "
+            f"{', '.join(authorization_server_metadata_urls(issuer))})",
+            server=self._server,
+            url=issuer,
+        )
+
+    async def _metadata_for(self, issuer: str) -> AuthorizationServerMetadata:
+        if self._metadata is not None and self._metadata.issuer == issuer:
+            return self._metadata
+        if issuer == origin_of(self._server_url):
+            metadata = await self._authorization_server(issuer, legacy=True)
+        else:
+            metadata = await self._authorization_server(issuer, legacy=False)
+        self._metadata = metadata
+        return metadata
+
+    async def _fetch_document(self, url: str) -> bytes | None:
+        """A metadata document's body, or None when it is not there (any 4xx, a redirect)."""
+        try:
+            status, body, _ = await self._exchange(
+                "GET", url, headers={"Accept": "application/json"}
+            )
+        except (httpx.HTTPError, OSError) as exc:
+            raise OAuthMetadataError(
+                f"the metadata at {url} could not be fetched ({type(exc).__name__}); "
+                "check that the server is reachable",
+                server=self._server,
+                url=url,
+            ) from exc
+        if status == 200:
+            return body
+        if 300 <= status < 500:
+            return None
+        raise OAuthMetadataError(
+            f"the metadata at {url} answered {status}", server=self._server, url=url
+        )
+
+    async def _exchange(
+        self, method: str, url: str, *, headers: dict[str, str], content: bytes | None = None
+    ) -> tuple[int, bytes, httpx.Headers]:
+        """One request to the authorization server; the body read up to the cap."""
+        client = self._client
+        assert client is not None
+        request = client.build_request(method, url, headers=headers, content=content)
+        response = await client.send(request, stream=True)
+        chunks: list[bytes] = []
+        size = 0
+
+        async def take(chunk: bytes) -> bool:
+            nonlocal size
+            size += len(chunk)
+            chunks.append(chunk)
+            return size <= MAX_OAUTH_BODY_BYTES
+
+        if not await consume(response, take):
+            raise OAuthMetadataError(
+                f"the answer of {url} is larger than {MAX_OAUTH_BODY_BYTES} bytes: refused",
+                server=self._server,
+                url=url,
+            )
+        return response.status_code, b"".join(chunks), response.headers
+
+    # ------------------------------------------------------------------ clients
+
+    def _key(self, issuer: str) -> CredentialKey:
+        return CredentialKey(
+            server=self._server, resource=self._resource_key, issuer=issuer, tenant=self._tenant
+        )
+
+    async def _client_for(
+        self, metadata: AuthorizationServerMetadata, redirect_uri: str | None
+    ) -> tuple[Credential, ClientRecord]:
+        """This client at ``metadata``'s issuer: the stored registration (of THAT issuer only),
+        else pre-registered, else a Client ID Metadata Document, else dynamic registration."""
+        key = self._key(metadata.issuer)
+        stored = await self._store.load(key)
+        credential = stored if stored is not None else Credential(key=key)
+        settings = self._settings
+        if settings.client_id:
+            method = choose_token_auth_method(
+                metadata.token_endpoint_auth_methods_supported,
+                has_secret=settings.client_secret is not None,
+                has_key=settings.private_key is not None,
+                configured=settings.token_endpoint_auth_method,
+            )
+            return credential, ClientRecord(
+                client_id=settings.client_id,
+                client_secret=settings.client_secret,
+                token_endpoint_auth_method=method,
+                redirect_uris=(redirect_uri,) if redirect_uri else (),
+                source="pre-registered",
+            )
+        record = credential.client
+        if record is not None and self._still_usable(record, redirect_uri):
+            return credential, record
+        if metadata.client_id_metadata_document_supported and settings.client_metadata_url:
+            return credential, ClientRecord(
+                client_id=settings.client_metadata_url,
+                token_endpoint_auth_method="none",
+                redirect_uris=(redirect_uri,) if redirect_uri else (),
+                source="cimd",
+            )
+        if metadata.registration_endpoint is None:
+            raise OAuthFlowError(
+                f"the authorization server {metadata.issuer} offers no way for this client to "
+                "register (no registration_endpoint, no client ID metadata documents): set "
+                f"oauth.client_id (and client_secret) for {self._server!r}",
+                server=self._server,
+            )
+        record = await self._register(metadata, redirect_uri)
+        credential = attrs.evolve(credential, client=record, tokens=None)
+        return credential, record
+
+    def _still_usable(self, record: ClientRecord, redirect_uri: str | None) -> bool:
+        if record.source == "pre-registered":
+            return False  # the settings changed: no client_id any more
+        if record.source == "cimd" and not self._settings.client_metadata_url:
+            return False
+        expires = record.client_secret_expires_at
+        if expires and expires <= self._clock():
+            return False
+        return (
+            redirect_uri is None or not record.redirect_uris or redirect_uri in record.redirect_uris
+        )
+
+    async def _register(
+        self, metadata: AuthorizationServerMetadata, redirect_uri: str | None
+    ) -> ClientRecord:
+        assert metadata.registration_endpoint is not None
+        supported = metadata.token_endpoint_auth_methods_supported
+        if supported is None or "none" in supported:
+            method = "none"
+        elif "client_secret_basic" in supported:
+            method = "client_secret_basic"
+        elif "client_secret_post" in supported:
+            method = "client_secret_post"
+        else:
+            method = supported[0] if supported else "none"
+        grants = ["authorization_code", "refresh_token"]
+        if self._settings.grant is Grant.CLIENT_CREDENTIALS:
+            grants = ["client_credentials"]
+        body = registration_body(
+            client_name=self._settings.client_name,
+            redirect_uris=[redirect_uri] if redirect_uri else [],
+            token_endpoint_auth_method=method,
+            grant_types=grants,
+        )
+        url = metadata.registration_endpoint
+        try:
+            status, answer, _ = await self._exchange(
+                "POST",
+                url,
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+                content=body,
+            )
+        except (httpx.HTTPError, OSError) as exc:
+            raise OAuthFlowError(
+                f"registering at {url} failed ({type(exc).__name__})", server=self._server
+            ) from exc
+        registered = parse_registration_response(status, answer, url=url)
+        logger.info("%s: registered at %s", self._server, metadata.issuer)
+        return ClientRecord(
+            client_id=registered.client_id,
+            client_secret=registered.client_secret,
+            client_secret_expires_at=registered.client_secret_expires_at,
+            token_endpoint_auth_method=registered.token_endpoint_auth_method or method,
+            redirect_uris=(redirect_uri,) if redirect_uri else (),
+            source="dynamic",
+        )
+
+    def _client_auth(
+        self, record: ClientRecord, metadata: AuthorizationServerMetadata
+    ) -> ClientAuth:
+        method = record.token_endpoint_auth_method
+        assertion = None
+        if method == "private_key_jwt":
+            if self._settings.private_key is None:
+                raise OAuthFlowError(
+                    f"private_key_jwt needs oauth.private_key for {self._server!r}",
+                    server=self._server,
+                )
+            assertion = client_assertion(
+                client_id=record.client_id,
+                audience=metadata.issuer,
+                private_key_pem=self._settings.private_key,
+                algorithm=self._settings.signing_algorithm,
+                now=self._clock(),
+            )
+        elif (
+            method in ("client_secret_basic", "client_secret_post") and record.client_secret is None
+        ):
+            method = "none"
+        return ClientAuth(
+            client_id=record.client_id,
+            method=method,
+            client_secret=record.client_secret,
+            assertion=assertion,
+        )
+
+    # ------------------------------------------------------------------ tokens
+
+    def _scopes(
+        self, metadata: AuthorizationServerMetadata, wanted: tuple[str, ...] | None
+    ) -> tuple[str, ...]:
+        if wanted is not None:
+            return wanted
+        return select_scopes(
+            configured=self._settings.scopes,
+            challenge=self._challenge_scopes,
+            resource_scopes=self._prm.scopes_supported if self._prm is not None else None,
+            server_scopes=metadata.scopes_supported,
+            want_refresh=self._settings.grant is Grant.AUTHORIZATION_CODE,
+        )
+
+    def _dpop_key(self, credential: Credential) -> DPoPKey | None:
+        if not self._settings.dpop:
+            return None
+        if self._dpop is None:
+            self._dpop = (
+                DPoPKey.from_pem(credential.dpop_key) if credential.dpop_key else DPoPKey.generate()
+            )
+        return self._dpop
+
+    async def _token(
+        self,
+        metadata: AuthorizationServerMetadata,
+        record: ClientRecord,
+        grant_type: str,
+        *,
+        scopes: Sequence[str] = (),
+        previous_refresh: str | None = None,
+        dpop: DPoPKey | None = None,
+        **fields: str,
+    ) -> TokenResponse:
+        """A token request (with a DPoP proof when ``dpop``; a ``use_dpop_nonce`` answer is
+        retried once with the nonce). Raises :class:`OAuthFlowError` (the server's error code)
+        or ``httpx.HTTPError`` (it could not be reached)."""
+        url = metadata.token_endpoint
+        for _attempt in range(2):
+            request = token_request(
+                url,
+                grant_type,
+                self._client_auth(record, metadata),
+                scopes=scopes,
+                resource=self._resource,
+                **fields,
+            )
+            headers = dict(request.headers)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["Accept"] = "application/json"
+            if dpop is not None:
+                headers["DPoP"] = dpop.proof(
+                    method="POST", url=url, nonce=self._nonces.get(origin_of(url))
+                )
+            status, body, answer_headers = await self._exchange(
+                "POST", url, headers=headers, content=request.body()
+            )
+            nonce = answer_headers.get("dpop-nonce")
+            if nonce:
+                self._nonces[origin_of(url)] = nonce[:1024]
+            try:
+                return parse_token_response(
+                    status,
+                    body,
+                    now=self._clock(),
+                    requested_scopes=scopes,
+                    previous_refresh_token=previous_refresh,
+                    what=f"the token endpoint {url}",
+                )
+            except OAuthFlowError as exc:
+                if exc.error == "use_dpop_nonce" and dpop is not None and nonce and _attempt == 0:
+                    continue
+                exc.server = self._server
+                raise
+        raise AssertionError("unreachable")
+
+    async def _store_tokens(
+        self,
+        credential: Credential,
+        record: ClientRecord,
+        answer: TokenResponse,
+        dpop: DPoPKey | None,
+    ) -> None:
+        tokens = TokenRecord(
+            access_token=answer.access_token,
+            token_type=answer.token_type if dpop is not None else "Bearer",
+            refresh_token=answer.refresh_token,
+            expires_at=answer.expires_at,
+            scopes=answer.scopes,
+            obtained_at=self._clock(),
+        )
+        updated = attrs.evolve(
+            credential,
+            client=record,
+            tokens=tokens,
+            dpop_key=dpop.to_pem() if dpop is not None else credential.dpop_key,
+        )
+        await self._store.save(updated)
+        reloaded = await self._store.load(updated.key)
+        self._credential = reloaded if reloaded is not None else updated
+        self._loaded = True
+        self._publish(AuthState.SIGNED_IN)
+
+    async def _refresh(self, credential: Credential, *, force: bool = False) -> None:
+        """Refresh ``credential``'s token, once: under the store's lock, a newer revision
+        saved by another process meanwhile is used as it is."""
+        async with self._store.lock(credential.key):
+            latest = await self._store.load(credential.key)
+            if (
+                latest is not None
+                and latest.tokens is not None
+                and latest.revision > credential.revision
+                and not self._expired(latest.tokens)
+            ):
+                self._adopt(latest)
+                return
+            current = latest if latest is not None and latest.tokens is not None else credential
+            tokens = current.tokens
+            assert tokens is not None
+            record = current.client
+            if tokens.refresh_token is None or record is None:
+                if self._settings.grant is Grant.CLIENT_CREDENTIALS:
+                    metadata = await self._metadata_for_refresh(current)
+                    await self._sign_in_machine(metadata)
+                    return
+                if self._prompt is not None:
+                    await self._authorize(await self._discover(None), self._prompt, None, None)
+                    return
+                self._credential = attrs.evolve(current, tokens=None)
+                raise AuthorizationRequired(
+                    f"the token of {self._server!r} ran out and there is no refresh token: "
+                    f"run `{self._hint}`",
+                    server=self._server,
+                    hint=self._hint,
+                )
+            metadata = await self._metadata_for_refresh(current)
+            dpop = self._dpop_key(current) if tokens.token_type == "DPoP" else None
+            try:
+                answer = await self._token(
+                    metadata,
+                    record,
+                    "refresh_token",
+                    refresh_token=tokens.refresh_token,
+                    previous_refresh=tokens.refresh_token,
+                    dpop=dpop,
+                )
+            except (httpx.HTTPError, OSError) as exc:
+                raise RefreshUnreachable(
+                    f"refreshing the token of {self._server!r} failed: {metadata.token_endpoint} "
+                    f"could not be reached ({type(exc).__name__}); the stored sign-in is kept "
+                    "and the refresh will be tried again"
+                ) from exc
+            except OAuthFlowError as exc:
+                if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
+                    # The record stays in place (the user may inspect it; login replaces it).
+                    self._credential = attrs.evolve(current, tokens=None)
+                    raise AuthorizationRequired(
+                        f"the authorization server refused to refresh the token of "
+                        f"{self._server!r} ({exc.error}): sign in again with `{self._hint}`",
+                        server=self._server,
+                        hint=self._hint,
+                    ) from exc
+                if exc.error is None:
+                    raise RefreshUnreachable(
+                        f"refreshing the token of {self._server!r} failed ({exc}); the stored "
+                        "sign-in is kept and the refresh will be tried again"
+                    ) from exc
+                raise
+            await self._store_tokens(current, record, answer, dpop)
+            logger.info("%s: token refreshed", self._server)
+
+    async def _metadata_for_refresh(self, credential: Credential) -> AuthorizationServerMetadata:
+        try:
+            return await self._metadata_for(credential.key.issuer)
+        except OAuthMetadataError as exc:
+            if isinstance(exc.__cause__, httpx.HTTPError | OSError):
+                raise RefreshUnreachable(
+                    f"refreshing the token of {self._server!r} failed: {exc}; the stored "
+                    "sign-in is kept and the refresh will be tried again"
+                ) from exc
+            raise
+
+    # ------------------------------------------------------------------ grants
+
+    async def _authorize(
+        self,
+        metadata: AuthorizationServerMetadata,
+        prompt: AuthorizationPrompt,
+        redirect_uri: str | None,
+        scopes: tuple[str, ...] | None,
+    ) -> None:
+        """The authorization code flow with PKCE through ``prompt``."""
+        redirect = redirect_uri or self._settings.redirect_uri or DEFAULT_REDIRECT_URI
+        credential, record = await self._client_for(metadata, redirect)
+        chosen = self._scopes(metadata, scopes)
+        verifier, challenge = pkce_pair()
+        state = new_state()
+        url = authorization_url(
+            metadata,
+            client_id=record.client_id,
+            redirect_uri=redirect,
+            scopes=chosen,
+            state=state,
+            code_challenge=challenge,
+            resource=self._resource,
+        )
+        if record.source == "dynamic" and credential.client != record:
+            # Keep the registration even if the user never finishes.
+            await self._store.save(attrs.evolve(credential, client=record))
+            credential = await self._store.load(credential.key) or credential
+        request = AuthorizationRequest(
+            server=self._server,
+            url=url,
+            redirect_uri=redirect,
+            issuer=metadata.issuer,
+            scopes=chosen,
+        )
+        answer = await prompt(request)
+        code = parse_redirect(
+            answer,
+            state=state,
+            issuer=metadata.issuer,
+            iss_supported=metadata.iss_parameter_supported,
+            redirect_uri=redirect,
+        )
+        dpop = self._dpop_key(credential)
+        try:
+            tokens = await self._token(
+                metadata,
+                record,
+                "authorization_code",
+                scopes=(),
+                dpop=dpop,
+                code=code,
+                code_verifier=verifier,
+                redirect_uri=redirect,
+            )
+        except (httpx.HTTPError, OSError) as exc:
+            raise OAuthFlowError(
+                f"the token endpoint {metadata.token_endpoint} could not be reached "
+                f"({type(exc).__name__})",
+                server=self._server,
+            ) from exc
+        if not tokens.scopes and chosen:
+            tokens = attrs.evolve(tokens, scopes=chosen)
+        await self._store_tokens(credential, record, tokens, dpop)
+        logger.info("%s: signed in at %s", self._server, metadata.issuer)
+
+    async def _sign_in_machine(
+        self, metadata: AuthorizationServerMetadata, scopes: tuple[str, ...] | None = None
+    ) -> None:
+        """The client credentials grant: the client's own secret or key, no user."""
+        if not self._settings.client_id:
+            raise OAuthFlowError(
+                f"the client credentials grant needs oauth.client_id (and client_secret or "
+                f"private_key) for {self._server!r}",
+                server=self._server,
+            )
+        credential, record = await self._client_for(metadata, None)
+        chosen = self._scopes(metadata, scopes)
+        dpop = self._dpop_key(credential)
+        try:
+            tokens = await self._token(
+                metadata, record, "client_credentials", scopes=chosen, dpop=dpop
+            )
+        except (httpx.HTTPError, OSError) as exc:
+            raise RefreshUnreachable(
+                f"the token endpoint {metadata.token_endpoint} could not be reached "
+                f"({type(exc).__name__})"
+            ) from exc
+        except OAuthFlowError as exc:
+            raise AuthorizationRequired(
+                f"the authorization server refused this client's credentials for "
+                f"{self._server!r}: {exc}; check oauth.client_id and its secret or key",
+                server=self._server,
+                hint=f"check the oauth settings of {self._server}",
+            ) from exc
+        await self._store_tokens(credential, record, tokens, dpop)
+
+    async def _login(
+        self,
+        prompt: AuthorizationPrompt,
+        redirect_uri: str | None,
+        scopes: tuple[str, ...] | None,
+    ) -> AuthStatus:
+        await self._load()
+        metadata = await self._discover(None)
+        if self._settings.grant is Grant.CLIENT_CREDENTIALS:
+            await self._sign_in_machine(metadata, scopes)
+        else:
+            await self._authorize(metadata, prompt, redirect_uri, scopes)
+        return self._status
+
+    async def _login_device(self, show: DevicePrompt, scopes: tuple[str, ...] | None) -> AuthStatus:
+        await self._load()
+        metadata = await self._discover(None)
+        endpoint = metadata.device_authorization_endpoint
+        if endpoint is None:
+            raise OAuthFlowError(
+                f"the authorization server {metadata.issuer} offers no device authorization "
+                "grant: sign in with a browser instead",
+                server=self._server,
+            )
+        credential, record = await self._client_for(metadata, None)
+        chosen = self._scopes(metadata, scopes)
+        request = device_authorization_request(
+            endpoint, self._client_auth(record, metadata), scopes=chosen, resource=self._resource
+        )
+        headers = dict(request.headers)
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        headers["Accept"] = "application/json"
+        status, answer, _ = await self._exchange(
+            "POST", endpoint, headers=headers, content=request.body()
+        )
+        device = parse_device_authorization(
+            status, answer, url=endpoint, allow_http=self._allow_http
+        )
+        deadline = trio.current_time() + device.expires_in
+        await show(
+            DeviceAuthorization(
+                server=self._server,
+                verification_uri=device.verification_uri,
+                user_code=device.user_code,
+                verification_uri_complete=device.verification_uri_complete,
+                expires_at=deadline,
+                interval=device.interval,
+            )
+        )
+        interval = device.interval
+        dpop = self._dpop_key(credential)
+        tokens: TokenResponse | None = None
+        while tokens is None:
+            await trio.sleep(interval)
+            if trio.current_time() > deadline:
+                raise OAuthFlowError(
+                    "the device code expired before the sign-in was approved: try again",
+                    server=self._server,
+                    error="expired_token",
+                )
+            try:
+                tokens = await self._token(
+                    metadata,
+                    record,
+                    DEVICE_CODE_GRANT,
+                    scopes=(),
+                    dpop=dpop,
+                    device_code=device.device_code,
+                )
+            except OAuthFlowError as exc:
+                if exc.error == "authorization_pending":
+                    continue
+                if exc.error == "slow_down":
+                    interval += 5.0
+                    continue
+                raise
+        if not tokens.scopes and chosen:
+            tokens = attrs.evolve(tokens, scopes=chosen)
+        await self._store_tokens(credential, record, tokens, dpop)
+        return self._status
+
+    async def _logout(self) -> bool:
+        found = await self._store.find(self._server, self._resource_key, self._tenant)
+        deleted = False
+        for credential in found:
+            deleted = await self._store.delete(credential.key) or deleted
+        deleted = deleted or self._credential is not None
+        self._credential = None
+        self._dpop = None
+        self._loaded = True
+        self._publish(AuthState.SIGNED_OUT)
+        return deleted
+
+    # ------------------------------------------------------------------ status
+
+    def _publish(
+        self, state: AuthState, *, reason: str | None = None, hint: str | None = None
+    ) -> None:
+        credential = self._credential
+        tokens = credential.tokens if credential is not None else None
+        self._status = AuthStatus(
+            server=self._server,
+            state=state,
+            issuer=credential.key.issuer if credential is not None else None,
+            scopes=tokens.scopes if tokens is not None else (),
+            expires_at=tokens.expires_at if tokens is not None else None,
+            has_refresh_token=tokens is not None and tokens.refresh_token is not None,
+            client_source=credential.client.source
+            if credential is not None and credential.client is not None
+            else None,
+            reason=reason,
+            hint=hint,
+        )
+
+
+@asynccontextmanager
+async def open_authorizer(
+    *,
+    server: str,
+    settings: OAuthSettings,
+    store: TokenStore,
+    http: HttpParameters,
+    prompt: AuthorizationPrompt | None = None,
+    tenant: str = "",
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[Authorizer]:
+    """An :class:`Authorizer` running in its own nursery for the block (the command line's
+    ``login``/``logout``, scripts); cancelled when the block ends."""
+    authorizer = Authorizer(
+        server=server,
+        settings=settings,
+        store=store,
+        http=http,
+        prompt=prompt,
+        tenant=tenant,
+        clock=clock,
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(authorizer.run)
+        try:
+            yield authorizer
+        finally:
+            nursery.cancel_scope.cancel()

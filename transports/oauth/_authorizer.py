@@ -91,6 +91,8 @@ DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1/callback"
 EXPIRY_SKEW: Final = 30.0
 #: How many times one request may be answered 401 (a refused token, a new DPoP nonce).
 _MAX_UNAUTHORIZED: Final = 2
+#: The longest DPoP nonce kept (a server's nonce is short; a longer one is cut, never stored whole).
+_MAX_NONCE: Final = 1024
 _MAILBOX: Final = 32
 
 
@@ -129,6 +131,8 @@ class _Grant:
     token: str | None = attrs.field(repr=False)
     token_type: str = "Bearer"
     dpop: DPoPKey | None = attrs.field(default=None, repr=False)
+    #: The resource's latest DPoP nonce the actor knew of when it gave this grant.
+    nonce: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -170,7 +174,16 @@ class _Logout:
     reply: _Waiter
 
 
-_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout
+@attrs.frozen(kw_only=True)
+class _NonceSeen:
+    """A response from the resource carried ``DPoP-Nonce``: the nonce for the next proofs to
+    ``origin`` (no reply: the request that saw it goes on with it by itself)."""
+
+    origin: str
+    nonce: str
+
+
+_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout | _NonceSeen
 
 
 # --------------------------------------------------------------------------- the auth flow
@@ -191,12 +204,16 @@ class _Auth(httpx.Auth):
             yield request
             return
         grant = await owner._ask_grant(lambda reply: _Need(reply=reply))
+        nonce = grant.nonce
         unauthorized = 0
         step_ups = 0
         while True:
-            owner._apply(request, grant)
+            owner._apply(request, grant, nonce)
             response = yield request
-            owner._note_nonce(response)
+            seen = response.headers.get("dpop-nonce")
+            if seen:
+                nonce = seen[:_MAX_NONCE]
+                owner._tell(_NonceSeen(origin=owner._origin, nonce=nonce))
             status = response.status_code
             if status not in (401, 403):
                 return
@@ -220,6 +237,7 @@ class _Auth(httpx.Auth):
             grant = await owner._ask_grant(
                 _challenged_message(status, challenges, grant.token, step_ups)
             )
+            nonce = nonce or grant.nonce
 
 
 def _challenged_message(
@@ -381,6 +399,9 @@ class Authorizer:
         return result
 
     async def _handle(self, message: _Message) -> None:
+        if isinstance(message, _NonceSeen):
+            self._nonces[message.origin] = message.nonce
+            return
         try:
             match message:
                 case _Need(reply=reply):
@@ -419,8 +440,17 @@ class Authorizer:
 
     # ------------------------------------------------------------------ requests
 
-    def _apply(self, request: httpx.Request, grant: _Grant) -> None:
-        """Put ``grant`` on ``request`` (called in the request's task)."""
+    def _tell(self, message: _NonceSeen) -> None:
+        """Send the actor a message that needs no reply; dropped when its mailbox is full (a
+        nonce is a hint: the request that saw it carries it on by itself)."""
+        try:
+            self._send.send_nowait(message)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+
+    def _apply(self, request: httpx.Request, grant: _Grant, nonce: str | None) -> None:
+        """Put ``grant`` on ``request``, with a DPoP proof bound to ``nonce`` (called in the
+        request's task: reads nothing of the actor's state but what ``grant`` carries)."""
         if grant.token is None:
             request.headers.pop("authorization", None)
             return
@@ -429,23 +459,23 @@ class Authorizer:
             request.headers["DPoP"] = grant.dpop.proof(
                 method=request.method,
                 url=str(request.url),
-                nonce=self._nonces.get(self._origin),
+                nonce=nonce,
                 access_token=grant.token,
             )
         else:
             request.headers["Authorization"] = f"Bearer {grant.token}"
-
-    def _note_nonce(self, response: httpx.Response) -> None:
-        nonce = response.headers.get("dpop-nonce")
-        if nonce:
-            self._nonces[origin_of(str(response.request.url))] = nonce[:1024]
 
     def _grant(self) -> _Grant:
         tokens = self._credential.tokens if self._credential is not None else None
         if tokens is None:
             return _Grant(token=None)
         dpop = self._dpop if tokens.token_type == "DPoP" else None
-        return _Grant(token=tokens.access_token, token_type=tokens.token_type, dpop=dpop)
+        return _Grant(
+            token=tokens.access_token,
+            token_type=tokens.token_type,
+            dpop=dpop,
+            nonce=self._nonces.get(self._origin),
+        )
 
     def _expired(self, tokens: TokenRecord) -> bool:
         return tokens.expires_at is not None and tokens.expires_at - EXPIRY_SKEW <= self._clock()
@@ -861,7 +891,7 @@ class Authorizer:
             )
             nonce = answer_headers.get("dpop-nonce")
             if nonce:
-                self._nonces[origin_of(url)] = nonce[:1024]
+                self._nonces[origin_of(url)] = nonce[:_MAX_NONCE]
             try:
                 return parse_token_response(
                     status,

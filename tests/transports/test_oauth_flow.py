@@ -543,6 +543,11 @@ async def test_dpop_binds_the_token_and_answers_nonces_at_both_servers() -> None
         assert last.header("dpop") is not None
         (stored,) = await signer._store.list()
         assert stored.dpop_key is not None and "PRIVATE" not in repr(stored)
+        # The actor learned the resource's nonce from that exchange: the next request's proof
+        # carries it, so the resource answers at once (one request, no use_dpop_nonce round).
+        before = len(fake.resource_requests)
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert len(fake.resource_requests) == before + 1
 
 
 # --------------------------------------------------------------------------- device, logout

@@ -24,6 +24,15 @@ Nothing a skill holds is executed by trio-mcp. Skill text from a server that is 
 ``trusted`` goes through the same injection scan as resource text, with the same
 data-not-instructions banner.
 
+The shelf follows the runtime's listings (``rt.skill_listings()``: the runtime lists a
+server's skills again when it says its resources changed, or after a reconnect) at its next
+use, synchronously, and revokes every approval whose ``{uri, digest}`` set changed.
+
+While a skill is active (its ``SKILL.md`` was given to the model; until :meth:`SkillShelf.
+deactivate` or the runtime closes), :meth:`SkillShelf.gate_reason` holds the calls that
+:class:`SkillGate` names (shell-like tools, reads from other servers): the agent surface asks
+the user about each, whatever a rule, trust or an earlier approval says, and a denial stays one.
+
 Identity is ``(server, uri)`` everywhere; the model names a skill by its id
 ``mcp:<server>:<uri>``, or by its name when no other skill has it. Skills with the same name
 (from two servers, or two paths of one server) are all shown, each labelled with its server and

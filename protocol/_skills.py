@@ -18,10 +18,11 @@ that entry alone. The rules (the extension's ``specification/stable/skills.mdx``
   reads it whole.
 
 A fetched file is used only after :func:`verify_skill_file` found its size and SHA-256 digest
-to be the ones its manifest entry gives; a fetched ``SKILL.md`` is compared with the entry's
-frontmatter by :func:`check_frontmatter` (``name`` and ``description``, the fields the model
-is shown). :func:`resolve_skill_file` turns what the model names (a path relative to the skill's
-directory, or a full URI) into the URI of a file of the held manifest, or says why not.
+to be the ones its manifest entry gives; a fetched ``SKILL.md``'s YAML frontmatter is compared
+with the entry's ``frontmatter`` field by field by :func:`check_frontmatter` (every field that
+differs, is missing or is extra is named). :func:`resolve_skill_file` turns what the model
+names (a path relative to the skill's directory, or a full URI) into the URI of a file of the
+held manifest, or says why not.
 """
 
 from __future__ import annotations
@@ -29,8 +30,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
+from ._frontmatter import (
+    FrontmatterError,
+    field_differences,
+    frontmatter_block,
+    read_frontmatter,
+)
 from ._types import SkillEntry, SkillResourceRef
 
 __all__ = [
@@ -156,59 +163,21 @@ def verify_skill_file(data: bytes, ref: SkillResourceRef) -> str | None:
     return None
 
 
-def _frontmatter_scalars(text: str) -> dict[str, str] | None:
-    """The top-level ``key: scalar`` pairs of the YAML frontmatter at the start of ``text``
-    (plain, single- or double-quoted scalars on one line; folded and literal blocks as their
-    text joined), or None when ``text`` does not start with a ``---`` block."""
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        return None
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
-    except StopIteration:
-        return None
-    out: dict[str, str] = {}
-    body = lines[1:end]
-    index = 0
-    while index < len(body):
-        line = body[index]
-        index += 1
-        if not line or line[0] in " \t#" or ":" not in line:
-            continue
-        key, _, value = line.partition(":")
-        value = value.strip()
-        if value in ("|", ">", "|-", ">-", "|+", ">+"):
-            block: list[str] = []
-            while index < len(body) and (not body[index] or body[index][0] in " \t"):
-                block.append(body[index].strip())
-                index += 1
-            joiner = "\n" if value.startswith("|") else " "
-            out[key.strip()] = joiner.join(part for part in block if part)
-            continue
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            inner = value[1:-1]
-            value = inner.replace("''", "'") if value[0] == "'" else _unescape(inner)
-        out[key.strip()] = value
-    return out
-
-
-def _unescape(text: str) -> str:
-    return text.replace('\\"', '"').replace("\\\\", "\\")
-
-
-def check_frontmatter(text: str, frontmatter: Mapping[str, object]) -> str | None:
-    """Why the fetched ``SKILL.md`` ``text`` does not match the entry's ``frontmatter`` (no
-    frontmatter block, or a ``name`` or ``description`` that differs), or None."""
-    found = _frontmatter_scalars(text)
-    if found is None:
+def check_frontmatter(text: str, frontmatter: Mapping[str, Any]) -> str | None:
+    """Why the fetched ``SKILL.md`` ``text`` does not match the entry's ``frontmatter``: no
+    frontmatter block, YAML that cannot be read, or the fields that differ, each one named
+    (see :mod:`trio_mcp.protocol._frontmatter`); None when every field matches."""
+    block = frontmatter_block(text)
+    if block is None:
         return "it does not start with a YAML frontmatter block (---)"
-    for key in ("name", "description"):
-        if found.get(key) != frontmatter.get(key):
-            return (
-                f"its frontmatter {key} is {found.get(key, '')[:80]!r} where the server's "
-                f"entry says {str(frontmatter.get(key))[:80]!r}"
-            )
-    return None
+    try:
+        found = read_frontmatter(block)
+    except FrontmatterError as exc:
+        return f"its frontmatter cannot be read: {exc}"
+    differences = field_differences(found, frontmatter)
+    if not differences:
+        return None
+    return "its frontmatter differs from the entry's: " + "; ".join(differences)
 
 
 def resolve_skill_file(entry: SkillEntry, path: str) -> SkillResourceRef | str:

@@ -32,6 +32,7 @@ from ._skills import (
     READ_SKILL_FILE_TOOL,
     SKILL_TOOL_NAMES,
     SkillCatalogEntry,
+    SkillGate,
     SkillShelf,
 )
 from ._surface import (
@@ -57,6 +58,7 @@ __all__ = [
     "ModelToolStatus",
     "RiskLevel",
     "SkillCatalogEntry",
+    "SkillGate",
     "SkillShelf",
     "catalog_tool_definitions",
     "to_anthropic_tools",

@@ -324,8 +324,10 @@ class ApprovalRequest:
     """What the host's approval callback is asked: the ``server``, its own ``tool`` name, the
     ``registered_name`` the model used, the ``risk``, the ``arguments`` of the call, ``changed``
     (the parts of the definition that changed since an earlier approval, empty otherwise),
-    ``reason`` (why it is asked), the ``definition`` itself (to show the user) and the ``rule``
-    that asks (None when the trust level or the risk does)."""
+    ``reason`` (why it is asked), the ``definition`` itself (to show the user), the ``rule``
+    that asks (None when the trust level or the risk does), and ``skills``: the ids of the MCP
+    skills whose activity makes this call ask (the skill gate; empty otherwise: the reason
+    then says which skills and why)."""
 
     server: str
     tool: str
@@ -336,6 +338,7 @@ class ApprovalRequest:
     reason: str = ""
     definition: Tool | None = None
     rule: PermissionRule | None = None
+    skills: tuple[str, ...] = ()
 
 
 #: The host's answer to an approval request: True approves the call (and, through the store,

@@ -24,6 +24,15 @@ Nothing a skill holds is executed by trio-mcp. Skill text from a server that is 
 ``trusted`` goes through the same injection scan as resource text, with the same
 data-not-instructions banner.
 
+The shelf follows the runtime's listings (``rt.skill_listings()``: the runtime lists a
+server's skills again when it says its resources changed, or after a reconnect) at its next
+use, synchronously, and revokes every approval whose ``{uri, digest}`` set changed.
+
+While a skill is active (its ``SKILL.md`` was given to the model; until :meth:`SkillShelf.
+deactivate` or the runtime closes), :meth:`SkillShelf.gate_reason` holds the calls that
+:class:`SkillGate` names (shell-like tools, reads from other servers): the agent surface asks
+the user about each, whatever a rule, trust or an earlier approval says, and a denial stays one.
+
 Identity is ``(server, uri)`` everywhere; the model names a skill by its id
 ``mcp:<server>:<uri>``, or by its name when no other skill has it. Skills with the same name
 (from two servers, or two paths of one server) are all shown, each labelled with its server and
@@ -32,6 +41,7 @@ path: none hides another.
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -42,7 +52,7 @@ import trio
 from ...protocol._errors import McpCatalogError
 from ...protocol._skills import check_frontmatter, resolve_skill_file
 from ...protocol._types import CallToolResult, SkillResourceRef, TextContent, Tool
-from ..runtime._runtime import Runtime
+from ..runtime._runtime import Runtime, RuntimeState
 from ..runtime._skills import McpSkill, SkillFile, SkillIntegrityError, SkippedSkill
 from ._catalog import Catalog, ModelToolResult, _schema, _tool
 from ._render import TextPart
@@ -53,6 +63,7 @@ __all__ = [
     "READ_SKILL_FILE_TOOL",
     "SKILL_TOOL_NAMES",
     "SkillCatalogEntry",
+    "SkillGate",
     "SkillShelf",
 ]
 
@@ -86,6 +97,27 @@ class SkillCatalogEntry:
     files: int | None
 
 
+@attrs.frozen(kw_only=True)
+class SkillGate:
+    """What asks the user, call by call, while an MCP skill is active (its ``SKILL.md`` was
+    given to the model and :meth:`SkillShelf.deactivate` was not called since), even where a
+    rule, the trust level or an earlier approval would allow it; a denial stays a denial.
+
+    - ``tools``: globs over tool names (``fnmatch``, case-sensitive) of the host's
+      shell-like tools: its own (``run_shell_command``, a sub-agent that can run commands:
+      the host asks :meth:`~trio_mcp.actors.AgentSurface.authorize_host_tool`) or registered
+      MCP tools (``mcp_box_exec``).
+    - ``min_risk``: MCP tools of this risk or more are shell-like too (default ``exec``:
+      every tool not known to be read-only; ``dangerous`` for the destructive ones only;
+      None: by name only).
+    - ``cross_server_reads``: a resource read or prompt get from another server than the
+      active skills' asks (default True)."""
+
+    tools: tuple[str, ...] = ()
+    min_risk: RiskLevel | None = RiskLevel.EXEC
+    cross_server_reads: bool = True
+
+
 @attrs.define(eq=False)
 class SkillShelf:
     """The skills the model can use, and their approvals. Built by the agent surface
@@ -95,6 +127,7 @@ class SkillShelf:
     runtime: Runtime
     catalog: Catalog
     approve: Callable[[], ApprovalCallback | None]
+    gate: SkillGate = attrs.field(factory=SkillGate)
     _held: dict[tuple[str, str], McpSkill] = attrs.field(factory=dict, init=False)
     _approved: dict[tuple[str, str], frozenset[tuple[str, str]]] = attrs.field(
         factory=dict, init=False
@@ -105,6 +138,12 @@ class SkillShelf:
     #: The entries the last refresh skipped, and the servers whose listing failed (with why).
     skipped: tuple[SkippedSkill, ...] = attrs.field(default=(), init=False)
     unavailable: Mapping[str, str] = attrs.field(factory=dict, init=False)
+    #: The runtime's listings version last followed, and the ticket of each server's held
+    #: listing (a newer listing of the runtime's replaces it at the next use).
+    _seen: int = attrs.field(default=0, init=False)
+    _tickets: dict[str, int] = attrs.field(factory=dict, init=False)
+    #: Skills whose SKILL.md was given to the model and not deactivated since: the gate.
+    _loaded: dict[tuple[str, str], McpSkill] = attrs.field(factory=dict, init=False)
 
     # ------------------------------------------------------------------ the catalogue
 
@@ -113,7 +152,7 @@ class SkillShelf:
         per server, all pages; no file is fetched) and hold their entries: the catalogue.
         A server whose listing fails keeps nothing and is named in :attr:`unavailable`; an
         approval whose skill's ``{uri, digest}`` set changed is revoked."""
-        listings: dict[str, tuple[McpSkill, ...]] = {}
+        listings: dict[str, tuple[tuple[McpSkill, ...], int]] = {}
         skipped: list[SkippedSkill] = []
         failed: dict[str, str] = {}
 
@@ -123,13 +162,16 @@ class SkillShelf:
             except McpCatalogError as exc:
                 failed[server] = str(exc)
                 return
-            listings[server] = listing.skills
+            listings[server] = (listing.skills, listing.ticket)
             skipped.extend(listing.skipped)
 
         async with trio.open_nursery() as nursery:
             for server in self.runtime.skill_servers():
                 nursery.start_soon(one, server)
-        self._held = {skill.key: skill for server in sorted(listings) for skill in listings[server]}
+        self._held = {
+            skill.key: skill for server in sorted(listings) for skill in listings[server][0]
+        }
+        self._tickets = {server: listings[server][1] for server in listings}
         for key in list(self._approved):
             if key in self._held:
                 self._check_approval(self._held[key])
@@ -137,9 +179,35 @@ class SkillShelf:
         self.unavailable = dict(sorted(failed.items()))
         return self.catalogue()
 
+    def _sync(self) -> None:
+        """Follow the runtime (synchronously, at each use): hold each server's listing that is
+        newer than the one held (the runtime lists a server's skills again when it says its
+        resources changed, or after a reconnect), revoking every approval whose ``{uri,
+        digest}`` set changed; lift the gate once the runtime is closed."""
+        if self.runtime.state is not RuntimeState.OPEN:
+            self._loaded.clear()
+        view = self.runtime.skill_listings()
+        if view.version == self._seen:
+            return
+        self._seen = view.version
+        for server, listing in view.listings.items():
+            if server not in self._tickets or listing.ticket <= self._tickets[server]:
+                continue
+            self._tickets[server] = listing.ticket
+            self._held = {key: skill for key, skill in self._held.items() if key[0] != server}
+            self._held.update((skill.key, skill) for skill in listing.skills)
+            for key in [key for key in self._approved if key[0] == server]:
+                if key in self._held:
+                    self._check_approval(self._held[key])
+            others = [s for s in self.skipped if s.server != server]
+            self.skipped = tuple(
+                sorted([*others, *listing.skipped], key=lambda s: (s.server, s.uri))
+            )
+
     def catalogue(self) -> tuple[SkillCatalogEntry, ...]:
         """The skills held now, by server and URI, each labelled so that none hides
         another."""
+        self._sync()
         names: dict[str, int] = {}
         for skill in self._held.values():
             names[skill.name] = names.get(skill.name, 0) + 1
@@ -149,21 +217,12 @@ class SkillShelf:
             label = skill.name
             if names[skill.name] > 1:
                 label = f"{skill.name} (from {skill.server!r}, {skill.uri})"
-            out.append(
-                SkillCatalogEntry(
-                    id=skill_id(*key),
-                    name=skill.name,
-                    label=label,
-                    description=skill.description,
-                    server=skill.server,
-                    uri=skill.uri,
-                    files=None if skill.dynamic else len(skill.files),
-                )
-            )
+            out.append(_entry(skill, label))
         return tuple(out)
 
     def held(self, server: str, uri: str) -> McpSkill | None:
         """The entry held for the skill ``(server, uri)``, if any."""
+        self._sync()
         return self._held.get((server, uri))
 
     def prompt_text(self) -> str:
@@ -186,6 +245,7 @@ class SkillShelf:
 
     def tool_definitions(self) -> tuple[Tool, ...]:
         """The two skill tools, while the catalogue holds a skill."""
+        self._sync()
         if not self._held:
             return ()
         skill = {
@@ -217,11 +277,78 @@ class SkillShelf:
             ),
         )
 
+    # ------------------------------------------------------------------ the gate
+
+    def active(self) -> tuple[SkillCatalogEntry, ...]:
+        """The skills active now (their ``SKILL.md`` was given to the model and they were not
+        deactivated since; none once the runtime is closed), by server and URI."""
+        self._sync()
+        return tuple(
+            _entry(self._loaded[key], self._loaded[key].name) for key in sorted(self._loaded)
+        )
+
+    def deactivate(self, skill: str | None = None) -> tuple[str, ...]:
+        """The skill's text has left the model's context (the conversation was cleared):
+        deactivate the skill with the id ``skill`` (``mcp:<server>:<uri>``), or every skill
+        (None); returns the ids deactivated. The gate lifts once no skill is active; reading
+        the skill's files needs :data:`ACTIVATE_SKILL_TOOL` again (its approval holds while
+        its ``{uri, digest}`` set does)."""
+        keys = [key for key in sorted(self._loaded) if skill is None or skill_id(*key) == skill]
+        for key in keys:
+            del self._loaded[key]
+            self._activated.discard(key)
+        if keys:
+            logger.info("MCP skills deactivated: %s", ", ".join(skill_id(*key) for key in keys))
+        return tuple(skill_id(*key) for key in keys)
+
+    def gate_reason(
+        self,
+        name: str,
+        *,
+        risk: RiskLevel | None = None,
+        read_from: str | None = None,
+        reads: bool = False,
+    ) -> str | None:
+        """Why the call of the tool ``name`` must be asked about because a skill is active,
+        or None. ``risk``: the tool's risk level (MCP tools; a host tool may give its own);
+        ``reads``: the call reads a resource or gets a prompt, from the server ``read_from``
+        (None: not known yet)."""
+        self._sync()
+        if not self._loaded:
+            return None
+        skills = [self._loaded[key] for key in sorted(self._loaded)]
+        named = ", ".join(f"{s.name!r} of the MCP server {s.server!r}" for s in skills)
+        several = len(skills) > 1
+        active = (
+            f"the MCP skill{'s' if several else ''} {named} {'are' if several else 'is'} active"
+        )
+        if reads:
+            others = sorted({s.server for s in skills if s.server != read_from})
+            if not self.gate.cross_server_reads or not others:
+                return None
+            source = "an unnamed server" if read_from is None else f"the MCP server {read_from!r}"
+            return (
+                f"{active}, and this reads from {source}, not from "
+                f"{', '.join(map(repr, others))}: a skill's text may not reach other servers "
+                "without the user"
+            )
+        shell = any(fnmatch.fnmatchcase(name, pattern) for pattern in self.gate.tools)
+        if not shell and (risk is None or self.gate.min_risk is None or risk < self.gate.min_risk):
+            return None
+        what = f"a shell-like tool ({risk} risk)" if risk is not None else "a shell-like tool"
+        return f"{active}, and {name!r} is {what}: asked call by call while a skill is active"
+
+    def active_ids(self) -> tuple[str, ...]:
+        """The ids of the active skills (what an approval request's ``skills`` names)."""
+        self._sync()
+        return tuple(skill_id(*key) for key in sorted(self._loaded))
+
     # ------------------------------------------------------------------ approvals
 
     def approved(self, server: str, uri: str) -> bool:
         """Whether the skill ``(server, uri)`` is approved for its current ``{uri, digest}``
         set."""
+        self._sync()
         skill = self._held.get((server, uri))
         return skill is not None and self._approved.get(skill.key) == skill.digests
 
@@ -287,6 +414,7 @@ class SkillShelf:
     async def run_tool(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
         """Run ``activate_mcp_skill`` or ``read_mcp_skill_file`` with the model's
         ``arguments``; every failure is a result with ``is_error``, never an exception."""
+        self._sync()
         decision = decide(
             name,
             self.runtime.config.permission_rules,
@@ -357,6 +485,7 @@ class SkillShelf:
             if problem is not None:
                 return await self._mismatch(name, skill, skill.uri, problem)
         self._activated.add(skill.key)
+        self._loaded[skill.key] = skill
         lines = [
             f"[MCP skill {skill.name!r}, written by the MCP server {skill.server!r} (not by the "
             "user); its allowed-tools, if any, grant nothing: every tool keeps its own "
@@ -477,6 +606,18 @@ class SkillShelf:
             server=server,
             rendered=rendered,
         )
+
+
+def _entry(skill: McpSkill, label: str) -> SkillCatalogEntry:
+    return SkillCatalogEntry(
+        id=skill_id(*skill.key),
+        name=skill.name,
+        label=label,
+        description=skill.description,
+        server=skill.server,
+        uri=skill.uri,
+        files=None if skill.dynamic else len(skill.files),
+    )
 
 
 def _count(arguments: Mapping[str, Any], key: str, default: int, *, minimum: int) -> int:

@@ -53,7 +53,7 @@ from ._risk import (
     refusal_result,
     without_callback,
 )
-from ._skills import SKILL_TOOL_NAMES, SkillShelf
+from ._skills import SKILL_TOOL_NAMES, SkillGate, SkillShelf
 
 __all__ = ["AgentSurface"]
 
@@ -77,6 +77,8 @@ class AgentSurface:
     runtime: Runtime
     approve: ApprovalCallback | None = attrs.field(default=None, kw_only=True)
     output_dir: Path = attrs.field(kw_only=True)
+    #: What asks while an MCP skill is active (see :class:`SkillGate`).
+    skill_gate: SkillGate = attrs.field(factory=SkillGate, kw_only=True)
     _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
     _catalog: Catalog = attrs.field(init=False)
     _skills: SkillShelf = attrs.field(init=False)
@@ -96,7 +98,10 @@ class AgentSurface:
             output_base=output_base_for(self.output_dir, self._working_dir()),
         )
         self._skills = SkillShelf(
-            runtime=self.runtime, catalog=self._catalog, approve=self._approver
+            runtime=self.runtime,
+            catalog=self._catalog,
+            approve=self._approver,
+            gate=self.skill_gate,
         )
 
     def _approver(self) -> ApprovalCallback | None:
@@ -258,7 +263,11 @@ class AgentSurface:
             allowed_capabilities=self.runtime.config.allowed_capabilities,
             store=self._approvals,
         )
-        decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
+        gated = self._skills.gate_reason(tool.name, risk=gate.risk)
+        if gated is not None and gate.decision.outcome != "deny":
+            decision = await self._gated(gated, gate.decision, gate.approval_request(arguments))
+        else:
+            decision = await self._settle(gate.decision, gate.approval_request(arguments), gate)
         current = self.runtime.tools().get(tool.name)
         if decision.outcome == "allow" and (current is None or current.tool != tool.tool):
             decision = Decision(
@@ -268,6 +277,41 @@ class AgentSurface:
                 rule=decision.rule,
             )
         return decision
+
+    async def authorize_host_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        risk: RiskLevel | None = None,
+    ) -> Decision | None:
+        """The skill gate on one of the host's own tools (its shell, a sub-agent that can run
+        commands), for a call the host's own permissions already allow: None when the gate does
+        not apply (no MCP skill is active, or ``name`` is not in ``skill_gate.tools`` and
+        ``risk`` is under ``skill_gate.min_risk``); otherwise the host's ``approve`` callback is
+        asked (an :class:`ApprovalRequest` with ``server`` ``""``, the active skills in
+        ``skills`` and the reason), and the answer is ``allow`` or ``deny`` (deny without a
+        callback). Nothing is remembered: the next call asks again."""
+        reason = self._skills.gate_reason(name, risk=risk)
+        if reason is None:
+            return None
+        request = ApprovalRequest(
+            server="",
+            tool=name,
+            registered_name=name,
+            risk=risk if risk is not None else RiskLevel.EXEC,
+            arguments=dict(arguments or {}),
+        )
+        return await self._gated(
+            reason, Decision(outcome="allow", reason="the host's tool"), request
+        )
+
+    async def _gated(self, reason: str, decision: Decision, request: ApprovalRequest) -> Decision:
+        """Ask about a call the skill gate holds (``reason``), whatever ``decision`` (not a
+        denial) said; the answer is not remembered."""
+        asked = Decision(outcome="ask", reason=f"{reason} ({decision.reason})", rule=decision.rule)
+        request = attrs.evolve(request, reason=asked.reason, skills=self._skills.active_ids())
+        return await self._settle(asked, request, None)
 
     async def _catalog_for_model(self, name: str, arguments: Mapping[str, Any]) -> ModelToolResult:
         """A resource or prompt tool: read-only, but still under the rules and the profile's
@@ -281,7 +325,21 @@ class AgentSurface:
         )
         server = arguments.get("server")
         server_name = server if isinstance(server, str) else ""
-        if decision.outcome == "ask":
+        action = arguments.get("action")
+        reads = name in ("read_mcp_resource", "get_mcp_prompt") or (
+            name in ("mcp_resources", "mcp_prompts") and action in ("read", "get")
+        )
+        gated = self._skills.gate_reason(name, reads=True, read_from=server_name or None)
+        if reads and gated is not None and decision.outcome != "deny":
+            request = ApprovalRequest(
+                server=server_name,
+                tool=name,
+                registered_name=name,
+                risk=RiskLevel.READ_ONLY,
+                arguments=dict(arguments),
+            )
+            decision = await self._gated(gated, decision, request)
+        elif decision.outcome == "ask":
             definition = next(
                 (
                     tool

@@ -19,6 +19,7 @@ from ._events import (
     ServerLogged,
     ServerState,
     ServerStateChanged,
+    SkillsChanged,
     SkillSkipped,
     TaskStatusChanged,
     ToolRefusal,
@@ -55,6 +56,9 @@ from ._skills import (
     SkillIntegrityError,
     SkillListing,
     SkippedSkill,
+)
+from ._skillwatch import (
+    SkillsView,
 )
 from ._supervisor import (
     ServerStatus,
@@ -97,6 +101,8 @@ __all__ = [
     "SkillIntegrityError",
     "SkillListing",
     "SkillSkipped",
+    "SkillsChanged",
+    "SkillsView",
     "SkippedSkill",
     "TaskHandle",
     "TaskInfo",

@@ -28,6 +28,7 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "SkillSkipped",
+    "SkillsChanged",
     "ToolRefusal",
     "ToolsChanged",
 ]
@@ -103,6 +104,17 @@ class SkillSkipped:
 
 
 @attrs.frozen(kw_only=True)
+class SkillsChanged:
+    """The server's skills were listed again (after it said its resources changed, or after
+    a reconnect) and the entries of ``uris`` changed: added, removed, or another ``{uri,
+    digest}`` set. The agent surface revokes the approvals of changed skills at its next
+    use."""
+
+    server: str
+    uris: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
 class TaskStatusChanged:
     """A server said that one of its tasks changed status (2025-11-25
     ``notifications/tasks/status``, or the tasks extension's ``notifications/tasks``). Polling
@@ -121,6 +133,7 @@ Event: TypeAlias = (
     | ResourceUpdated
     | ListChanged
     | SkillSkipped
+    | SkillsChanged
     | TaskStatusChanged
 )
 

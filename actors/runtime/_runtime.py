@@ -90,6 +90,7 @@ from ._resources import (
 )
 from ._session import Session
 from ._skills import McpSkill, SkillDirectoryPage, SkillFile, SkillListing, Skills
+from ._skillwatch import SkillsView
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
 from ._tasks import TaskHandle, TaskRunner, task_mode
 from ._taskstore import TaskRecord, TaskStore
@@ -666,6 +667,16 @@ class Runtime:
         self._check_open()
         return await self._skills.list_skills(server)
 
+    def skill_listings(self) -> SkillsView:
+        """The newest skill listing of each server whose skills were listed (by
+        :meth:`list_skills`, or again by the runtime after the server said its resources
+        changed, or after a reconnect), and its ``version``: an immutable snapshot."""
+        return self._skills.watcher.view
+
+    async def wait_skills_changed(self, after: int) -> int:
+        """Wait until the :meth:`skill_listings` version passes ``after``; returns it."""
+        return await self._skills.watcher.wait_changed(after)
+
     async def get_skill(self, server: str, uri: str) -> McpSkill:
         """The checked entry of the skill ``uri`` (its ``SKILL.md``) of ``server``, from
         ``skills/get``. Raises :class:`McpCatalogError` or :class:`RuntimeClosed`."""
@@ -772,6 +783,7 @@ class Runtime:
             async with trio.open_nursery() as nursery:
                 self._outputs.serve_in(nursery)
                 await nursery.start(self._registry.run)
+                await nursery.start(self._skills.watcher.run)
                 for supervisor in self._supervisors.values():
                     await nursery.start(supervisor.run)
                 task_status.started(self)

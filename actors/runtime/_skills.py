@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -58,6 +59,7 @@ from ..config._config import RuntimeConfig
 from ._events import EventBus, SkillSkipped
 from ._resources import _FAILING, _failure
 from ._session import MAX_CURSOR_BYTES, Session, cursor_too_long
+from ._skillwatch import SkillWatcher
 from ._supervisor import ServerSupervisor
 
 __all__ = [
@@ -150,6 +152,8 @@ class SkillListing:
     server: str
     skills: tuple[McpSkill, ...]
     skipped: tuple[SkippedSkill, ...] = ()
+    #: Orders the listings of one server by when their request started (0: not numbered).
+    ticket: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -218,6 +222,17 @@ class Skills:
     config: RuntimeConfig
     supervisors: Mapping[str, ServerSupervisor]
     events: EventBus
+    #: The actor that holds each server's newest listing and lists again after changes.
+    watcher: SkillWatcher = attrs.field(init=False)
+    _tickets: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.watcher = SkillWatcher(
+            events=self.events,
+            servers=tuple(name for name, s in self.supervisors.items() if s.config.skills),
+            debounce=self.config.list_changed_debounce,
+            relist=self.list_skills,
+        )
 
     def servers(self) -> tuple[str, ...]:
         """The servers whose skills can be used now: ``skills: true``, READY, and declaring
@@ -289,7 +304,14 @@ class Skills:
 
     async def list_skills(self, server: str) -> SkillListing:
         """Every skill of ``server``'s ``skills/list`` (all pages), invalid entries skipped
-        with their reasons. Raises :class:`McpCatalogError`."""
+        with their reasons; the listing is handed to the :attr:`watcher` too (the newest one
+        of each server is what the agent surface follows). Raises :class:`McpCatalogError`."""
+        ticket = next(self._tickets)
+        listing = attrs.evolve(await self._list(server), ticket=ticket)
+        await self.watcher.record(server, listing)
+        return listing
+
+    async def _list(self, server: str) -> SkillListing:
         supervisor, session = self._resolve(server, _LIST)
         try:
             raw = await session.list_all(_LIST, "skills")

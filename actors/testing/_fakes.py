@@ -113,6 +113,8 @@ from ._fakeskills import (
     read_directory,
     skill_entries,
     skill_file,
+    spec_file_map,
+    spec_skill,
 )
 
 __all__ = [
@@ -1509,7 +1511,9 @@ class FakeServer:
         (``[method...]``), ``errors`` (``{method: [code, message]}``), ``crash_after_calls``,
         ``list_changed_after_calls``, ``era`` (``"legacy"``, ``"modern"`` or ``"dual"``),
         ``capabilities``, ``completions`` (``{argument: [values]}``), ``tools``, ``resources``,
-        ``resource_templates``, ``prompts``.
+        ``resource_templates``, ``prompts``, ``skills`` (see :func:`spec_skill`: each as
+        :class:`FakeSkill` takes it, file contents as text or ``{"base64": "..."}``),
+        ``skills_directory_read`` and ``skill_file_overrides`` (``{uri: content}``).
 
         A tool is ``{"raw": {...}}`` (listed verbatim) or an object with ``name`` and optional
         ``description``, ``title``, ``input_schema``, ``output_schema``, ``annotations``,
@@ -1612,6 +1616,9 @@ _SERVER_KEYS: Final = frozenset(
         "resources",
         "resource_templates",
         "prompts",
+        "skills",
+        "skills_directory_read",
+        "skill_file_overrides",
     ]
 )
 _TOOL_KEYS: Final = frozenset(
@@ -1766,9 +1773,25 @@ class _SpecReader:
             for i, item in enumerate(self._list(spec, "prompts", "$"))
             if (p := self.prompt(item, f"$.prompts[{i}]")) is not None
         ]
+        self.skills(spec, options)
         if self.problems:
             return None
         return FakeServer(**options)
+
+    def skills(self, spec: Mapping[str, Any], options: dict[str, Any]) -> None:
+        """The skills keys of ``spec`` into ``options`` (see :func:`spec_skill`)."""
+        options["skills"] = [
+            s
+            for i, item in enumerate(self._list(spec, "skills", "$"))
+            if (s := spec_skill(item, f"$.skills[{i}]", self._problem)) is not None
+        ]
+        read = self._typed(spec, "skills_directory_read", (bool,), "$", "true or false")
+        if read is not None:
+            options["skills_directory_read"] = read
+        if "skill_file_overrides" in spec:
+            options["skill_file_overrides"] = spec_file_map(
+                spec["skill_file_overrides"], "$.skill_file_overrides", self._problem
+            )
 
     def _raw(self, item: Any, path: str) -> Mapping[str, Any] | None:
         if set(item) != {"raw"}:

@@ -14,16 +14,17 @@ what ``resources/read`` serves instead), or replaces the skills with
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 import attrs
 
 from ...protocol._errors import RpcError
 
-__all__ = ["FakeSkill", "SkillEntryLike"]
+__all__ = ["FakeSkill", "SkillEntryLike", "spec_file_map", "spec_skill"]
 
 _DIRECTORY_MIME: Final = "inode/directory"
 
@@ -180,3 +181,99 @@ def read_directory(skills: Sequence[SkillEntryLike], params: Mapping[str, Any]) 
     if not children:
         raise RpcError.from_error(-32602, f"Not a directory: {uri!r}")
     return {"resources": [children[key] for key in sorted(children)]}
+
+
+_SKILL_KEYS: Final = frozenset(
+    {
+        "name",
+        "description",
+        "body",
+        "files",
+        "prefix",
+        "scheme",
+        "frontmatter",
+        "skill_md",
+        "dynamic",
+    }
+)
+
+#: Where a spec problem goes: ``(path, message)``.
+ProblemSink: TypeAlias = Callable[[str, str], None]
+
+
+def _spec_bytes(value: Any, path: str, problem: ProblemSink) -> bytes | None:
+    """A file's content in a spec: a string (UTF-8 text) or ``{"base64": "..."}`` (bytes)."""
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, Mapping) and set(value) == {"base64"} and isinstance(value["base64"], str):
+        try:
+            return base64.b64decode(value["base64"], validate=True)
+        except (binascii.Error, ValueError):
+            problem(f"{path}.base64", "is not valid base64")
+            return None
+    problem(path, f'must be a string or {{"base64": "..."}}, got {value!r}')
+    return None
+
+
+def spec_file_map(value: Any, path: str, problem: ProblemSink) -> dict[str, bytes]:
+    """``{key: content}`` of a spec (a skill's ``files``, the ``skill_file_overrides``)."""
+    if not isinstance(value, Mapping):
+        problem(path, f"must be an object, got {value!r}")
+        return {}
+    out: dict[str, bytes] = {}
+    for key, content in value.items():
+        data = _spec_bytes(content, f"{path}.{key}", problem)
+        if data is not None:
+            out[str(key)] = data
+    return out
+
+
+def spec_skill(item: Any, path: str, problem: ProblemSink) -> SkillEntryLike | None:
+    """A skill of a JSON spec (``FakeServer.from_spec``'s ``skills``): ``{"raw": {...}}`` (an
+    entry listed verbatim) or an object with ``name``, ``description`` and optional ``body``,
+    ``files`` (path -> text, or ``{"base64": "..."}`` for bytes), ``prefix``, ``scheme``,
+    ``frontmatter`` (an object), ``skill_md`` (the whole ``SKILL.md``) and ``dynamic``, as
+    :class:`FakeSkill` takes them. Each problem goes to ``problem`` with its path."""
+    if not isinstance(item, Mapping):
+        problem(path, f"must be an object, got {item!r}")
+        return None
+    if "raw" in item:
+        raw = item["raw"]
+        if set(item) != {"raw"} or not isinstance(raw, Mapping):
+            problem(path, "a 'raw' entry has no other keys, and its value is an object")
+            return None
+        return dict(raw)
+    before: list[str] = []
+
+    def local(where: str, message: str) -> None:
+        before.append(where)
+        problem(where, message)
+
+    for key in sorted(set(item) - _SKILL_KEYS):
+        local(f"{path}.{key}", f"unknown key (allowed: {', '.join(sorted(_SKILL_KEYS))})")
+    options: dict[str, Any] = {}
+    for key in ("name", "description", "body", "prefix", "scheme", "skill_md"):
+        value = item.get(key)
+        if value is None:
+            if key in ("name", "description"):
+                local(f"{path}.{key}", "is required (a string)")
+            continue
+        if not isinstance(value, str):
+            local(f"{path}.{key}", f"must be a string, got {value!r}")
+            continue
+        options[key] = value
+    dynamic = item.get("dynamic", False)
+    if not isinstance(dynamic, bool):
+        local(f"{path}.dynamic", f"must be true or false, got {dynamic!r}")
+    else:
+        options["dynamic"] = dynamic
+    frontmatter = item.get("frontmatter", {})
+    if not isinstance(frontmatter, Mapping):
+        local(f"{path}.frontmatter", f"must be an object, got {frontmatter!r}")
+    else:
+        options["frontmatter"] = frontmatter
+    if "files" in item:
+        options["files"] = spec_file_map(item["files"], f"{path}.files", local)
+    if before:
+        return None
+    return FakeSkill(**options)

@@ -298,7 +298,9 @@ async def test_refused_or_missing_approval_and_a_skill_md_that_does_not_match(
         yes = await ready_agent(rt, Approver())
         result = await yes.call_for_model("activate_mcp_skill", {"skill": "liar"})
         assert result.status == "server_error"
-        assert "its frontmatter description is 'Evil.'" in result.text
+        assert (
+            "description: the SKILL.md says 'Evil.' where the entry says 'Honest.'" in result.text
+        )
         assert "Evil" not in result.text.split("was not used")[0]
 
 

@@ -96,11 +96,11 @@ def test_a_file_is_verified_by_size_and_digest() -> None:
 
 def test_frontmatter_of_a_fetched_skill_md_is_compared_with_the_entry() -> None:
     front = {"name": "refunds", "description": "Refund a customer."}
-    text = '---\nname: refunds\ndescription: "Refund a customer."\nlicense: MIT\n---\n# Steps\n'
+    text = '---\nname: refunds\ndescription: "Refund a customer."\n---\n# Steps\n'
     assert check_frontmatter(text, front) is None
-    folded = "---\nname: 'refunds'\ndescription: >\n  Refund a\n  customer.\n---\n"
+    folded = "---\nname: 'refunds'\ndescription: >-\n  Refund a\n  customer.\n---\n"
     assert check_frontmatter(folded, front) is None
-    assert "its frontmatter name is 'other'" in str(
+    assert "name: the SKILL.md says 'other' where the entry says 'refunds'" in str(
         check_frontmatter("---\nname: other\ndescription: Refund a customer.\n---\n", front)
     )
     assert "does not start with" in str(check_frontmatter("# no frontmatter", front))

@@ -46,17 +46,26 @@ from ._runtime import (
 from ._session import (
     ProgressCallback,
 )
+from ._signin import (
+    DEFAULT_OAUTH,
+    OAuthFactories,
+    SignInFactory,
+    StoreFactory,
+    open_sign_in,
+)
 from ._supervisor import (
     ServerStatus,
 )
 
 __all__ = [
+    "DEFAULT_OAUTH",
     "USE_DEFAULT",
     "ElicitationCallback",
     "Event",
     "EventSubscription",
     "HostCallbacks",
     "ListChanged",
+    "OAuthFactories",
     "ProgressCallback",
     "PromptPage",
     "PromptRead",
@@ -74,9 +83,12 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
+    "SignInFactory",
+    "StoreFactory",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",
+    "open_sign_in",
     "registered_name",
     "serve_runtime",
 ]

@@ -545,8 +545,8 @@ def test_value_types_are_checked() -> None:
             "<config>: mcpServers.a.nope",
             "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
-            "log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, protocol, proxy, "
-            "resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
+            "log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, protocol, "
+            "proxy, resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
         ),
         (
             "<config>: mcpServers.a.command",

@@ -3,6 +3,7 @@ that need no I/O are in :mod:`trio_mcp.protocol`)."""
 
 from __future__ import annotations
 
+from ._loopback import LoopbackReceiver, open_loopback_receiver
 from ._store import MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
@@ -34,9 +35,11 @@ __all__ = [
     "DeviceAuthorization",
     "DevicePrompt",
     "Grant",
+    "LoopbackReceiver",
     "MemoryTokenStore",
     "OAuthSettings",
     "SignIn",
     "TokenRecord",
     "TokenStore",
+    "open_loopback_receiver",
 ]

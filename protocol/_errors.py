@@ -750,7 +750,9 @@ class OAuthFlowError(AuthorizationError):
 
 class ServerUnavailable(McpError):
     """The server cannot take calls now. ``state`` names its state; ``next_attempt_at`` (trio
-    clock) says when the next connection attempt is due, if one is scheduled."""
+    clock) says when the next connection attempt is due, if one is scheduled; ``hint`` is the
+    exact command that fixes it when there is one (``trio-mcp login NAME`` for a server that
+    needs a sign-in: the message then ends with it)."""
 
     def __init__(
         self,
@@ -759,11 +761,13 @@ class ServerUnavailable(McpError):
         server: str | None = None,
         state: str | None = None,
         next_attempt_at: float | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__(message)
         self.server = server
         self.state = state
         self.next_attempt_at = next_attempt_at
+        self.hint = hint
 
 
 class RuntimeClosed(McpError):

@@ -11,6 +11,9 @@ Commands (``docs/cli.md`` has the details and the ``--json`` shapes)::
     trio-mcp prompt SERVER NAME --args JSON    render one prompt
     trio-mcp config check [FILE]               validate and print the merged configuration
     trio-mcp project list|approve|revoke       approve the servers a project file adds
+    trio-mcp login NAME [--no-browser|--device] sign in to an OAuth server
+    trio-mcp logout NAME                       forget its stored credentials
+    trio-mcp auth status                       who is signed in where (never a secret)
     trio-mcp demo                              the runtime against embedded demo servers
 
 Every command takes ``--config FILE`` (an Echo YAML/JSON file or an ``mcp.json``; without it,
@@ -77,6 +80,7 @@ from ..runtime._naming import registered_name
 from ..runtime._registry import RegisteredTool, ToolsChanged
 from ..runtime._runtime import Runtime, open_runtime
 from ..runtime._session import MAX_CURSOR_BYTES, cursor_too_long
+from ..runtime._signin import DEFAULT_OAUTH, OAuthFactories
 from ..runtime._supervisor import ServerStatus
 
 __all__ = ["ExitCode", "build_parser", "main"]
@@ -102,6 +106,9 @@ class ExitCode(IntEnum):
     #: The call was not made: a permission rule or the profile denies it, or it needed an
     #: approval that was not given.
     REFUSED = 6
+    #: The OAuth sign-in failed: the authorization server refused it or broke a step, a
+    #: metadata document was unusable, or no redirect came back in time.
+    AUTH_FAILED = 7
     #: Stopped by Ctrl-C while connecting or calling (``status --watch`` ends with 0).
     INTERRUPTED = 130
 
@@ -199,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="trio-mcp: the MCP client runtime for trio agent hosts.",
         epilog="Exit codes: 0 ok, 1 demo failed or approval declined, 2 usage error, "
         "3 configuration error, 4 server unavailable, 5 the call failed (tool error, JSON-RPC "
-        "error, timeout), 6 the call was refused (permission rules, approval), 130 interrupted.",
+        "error, timeout), 6 the call was refused (permission rules, approval), 7 the sign-in "
+        "failed, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
     parser.add_argument(
@@ -298,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_project_commands(commands)
 
+    from ._auth import add_auth_commands  # imported here: it imports this module
+
+    add_auth_commands(commands, common)
+
     demo = commands.add_parser(
         "demo",
         parents=[common],
@@ -325,9 +337,20 @@ def _config_help(parser: argparse.ArgumentParser) -> int:
 # --------------------------------------------------------------------------- entry point
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, oauth: OAuthFactories | None = None) -> int:
     """Run the command line; returns the process exit code (:class:`ExitCode`). Usage errors
-    found by the argument parser exit with status 2 through ``SystemExit``."""
+    found by the argument parser exit with status 2 through ``SystemExit``. ``oauth``: the
+    sign-in and token store of servers with OAuth (default: the runtime's own)."""
+    from ._auth import OAUTH_FACTORIES
+
+    token = OAUTH_FACTORIES.set(oauth or DEFAULT_OAUTH)
+    try:
+        return _main(argv)
+    finally:
+        OAUTH_FACTORIES.reset(token)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     levels = (logging.WARNING, logging.INFO, logging.DEBUG)
@@ -430,7 +453,9 @@ async def _connected(
 ) -> AsyncIterator[tuple[Runtime, Mapping[str, ServerStatus]]]:
     """Open a runtime and wait until every server is ready or settled (at most ``wait``
     seconds); with ``out`` on a terminal, show a live progress line per server meanwhile."""
-    async with open_runtime(config) as rt:
+    from ._auth import OAUTH_FACTORIES
+
+    async with open_runtime(config, oauth=OAUTH_FACTORIES.get()) as rt:
         started = trio.current_time()
         if out is not None and out.tty and not out.json and config.servers:
             async with trio.open_nursery() as nursery:
@@ -595,6 +620,8 @@ def _run(
 
 
 def _status_json(status: ServerStatus) -> dict[str, Any]:
+    from ._auth import auth_status_json
+
     return {
         "name": status.name,
         "state": status.state.value,
@@ -611,6 +638,8 @@ def _status_json(status: ServerStatus) -> dict[str, Any]:
         "failures": status.failures,
         "pid": status.pid,
         "stderr_tail": list(status.stderr_tail),
+        "hint": status.hint,
+        "auth": auth_status_json(status.auth),
     }
 
 
@@ -707,7 +736,9 @@ async def _watch(loaded: LoadedConfig, out: _Out) -> int:
     """``status --watch``: redraw the table on a terminal, else one line per change, until
     SIGINT or SIGTERM (see :func:`_run`). Servers reconnect with the configuration's own retry
     policy."""
-    async with open_runtime(loaded.config) as rt:
+    from ._auth import OAUTH_FACTORIES
+
+    async with open_runtime(loaded.config, oauth=OAUTH_FACTORIES.get()) as rt:
         await _watch_loop(rt, loaded, out)
     return ExitCode.OK
 

@@ -33,6 +33,7 @@ from ._loader import (
     ExtraServers,
     LoadedConfig,
     approvals_path,
+    credentials_path,
     expand_variables,
     load_agentao_config,
     load_config,
@@ -41,6 +42,10 @@ from ._loader import (
     project_config_path,
     redacted_config,
     user_config_path,
+)
+from ._oauth import (
+    OAUTH_KEYS,
+    login_hint,
 )
 from ._policy import (
     DEFAULT_RENDER_BUDGET,
@@ -59,6 +64,7 @@ __all__ = [
     "DEFAULT_OFFLOAD_CHARS",
     "DEFAULT_RENDER_BUDGET",
     "MAX_BLOB_BYTES",
+    "OAUTH_KEYS",
     "PROFILES",
     "CatalogShape",
     "ConfigShape",
@@ -78,11 +84,13 @@ __all__ = [
     "StoredApproval",
     "TransportKind",
     "approvals_path",
+    "credentials_path",
     "expand_variables",
     "load_agentao_config",
     "load_config",
     "load_echo_config",
     "load_mcp_json",
+    "login_hint",
     "parse_rules",
     "project_config_path",
     "redacted_config",

@@ -27,8 +27,10 @@ from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...protocol._framing import DEFAULT_MAX_FRAME_BYTES
 from ...transports._proxy import proxy_problem
 from ...transports._tls import TLS_KEYS, plaintext_problem
+from ...transports.oauth._types import OAuthSettings
 from ._approvals import ProjectOrigin
 from ._backoff import RetryPolicy
+from ._oauth import oauth_problems
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
 
@@ -276,8 +278,12 @@ class ServerConfig:
     # URL transports
     url: str | None = attrs.field(default=None, repr=_url_repr)
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=_mapping_repr)
-    #: ``"oauth"``: sign in with OAuth 2.1 (URL servers only); None: no sign-in.
+    #: ``"oauth"``: sign in with OAuth 2.1 (HTTP and SSE servers only); None: no sign-in.
+    #: Giving ``oauth`` implies it.
     auth: str | None = None
+    #: The OAuth settings (the ``oauth`` table); None with ``auth="oauth"``: the defaults
+    #: (discovery, registration, the scopes the server names). See :attr:`oauth_settings`.
+    oauth: OAuthSettings | None = None
     #: A plain ``http://`` / ``ws://`` URL to another machine is refused without it (loopback
     #: URLs need no opt-in).
     allow_insecure_http: bool = False
@@ -318,11 +324,24 @@ class ServerConfig:
     skills: bool = False
 
     def __attrs_post_init__(self) -> None:
+        if self.oauth is not None and self.auth is None:
+            object.__setattr__(self, "auth", "oauth")  # the table is the switch
         problems = self.problems()
         if problems:
-            raise McpTransportConfigError(
-                "; ".join(message for _, message in problems), problems=problems
+            error = (
+                ConfigError
+                if all(key.startswith("oauth.") for key, _ in problems)
+                else McpTransportConfigError
             )
+            raise error("; ".join(message for _, message in problems), problems=problems)
+
+    @property
+    def oauth_settings(self) -> OAuthSettings | None:
+        """The server's OAuth settings when it signs in with OAuth (``auth="oauth"``): the
+        ``oauth`` table, or the defaults; None for a server without OAuth."""
+        if self.auth != "oauth":
+            return None
+        return self.oauth if self.oauth is not None else OAuthSettings()
 
     def problems(self) -> tuple[tuple[str, str], ...]:
         """Every problem of this configuration as ``(key, message)`` pairs (the key is the
@@ -403,8 +422,35 @@ class ServerConfig:
                         f"not to a {kind.value!r} server",
                     )
                 )
+            elif kind is TransportKind.WS:
+                found.append(
+                    (
+                        "auth",
+                        f"server {name!r}: auth 'oauth' is not available for a WebSocket server "
+                        "(type 'ws'): OAuth sign-in goes over the HTTP transports ('http', "
+                        "'sse'); send a WebSocket server's credentials in headers",
+                    )
+                )
+        found.extend(self._oauth_problems())
         found.extend(self._network_problems(kind))
         return tuple(found)
+
+    def _oauth_problems(self) -> list[tuple[str, str]]:
+        settings: object = self.oauth
+        if settings is None:
+            return []
+        if not isinstance(settings, OAuthSettings):
+            return [
+                (
+                    "oauth",
+                    f"server {self.name!r}: oauth must be an OAuthSettings, "
+                    f"got {type(settings).__name__}",
+                )
+            ]
+        return [
+            (f"oauth.{key}", f"server {self.name!r}: oauth.{key} {message}")
+            for key, message in oauth_problems(settings)
+        ]
 
     def _network_problems(self, kind: TransportKind) -> list[tuple[str, str]]:
         """The problems of the settings of the network path to a URL server: the opt-in for
@@ -534,6 +580,11 @@ class RuntimeConfig:
     #: Binary tool outputs are saved under ``<working_dir>/.trio-mcp/tool-outputs/``; None means
     #: the current directory when the runtime starts.
     working_dir: Path | None = None
+    #: Where the OAuth credentials of the servers with ``auth="oauth"`` are stored (one file per
+    #: credential, mode 0600 in a 0700 directory); None: ``credentials/`` next to the user's
+    #: ``mcp.json`` (``$XDG_CONFIG_HOME/trio-mcp/credentials``, see
+    #: :func:`~trio_mcp.actors.config.credentials_path`).
+    credentials_dir: Path | None = None
     #: Characters of text one rendered result gives the model (what is cut is said).
     render_budget: int = DEFAULT_RENDER_BUDGET
     #: Blobs bigger than this (bytes) are reported, never decoded.

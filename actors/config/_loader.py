@@ -41,6 +41,7 @@ import attrs
 
 from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...transports._tls import TLS_KEYS, tls_context
+from ...transports.oauth._types import Grant, OAuthSettings
 from ._approvals import APPROVALS_FILE_NAME, project_origin
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
@@ -57,6 +58,13 @@ from ._config import (
     valid_server_name,
 )
 from ._naming import server_names_may_clash
+from ._oauth import (
+    CREDENTIALS_DIR_NAME,
+    OAUTH_KEYS,
+    oauth_problems,
+    oauth_view,
+    read_private_key_file,
+)
 from ._policy import PROFILES, PermissionRule, parse_rules
 from ._redact import REDACTED
 
@@ -68,6 +76,7 @@ __all__ = [
     "ExtraServers",
     "LoadedConfig",
     "approvals_path",
+    "credentials_path",
     "expand_variables",
     "load_agentao_config",
     "load_config",
@@ -120,6 +129,7 @@ _URL_KEYS: Final = (
     "url",
     "headers",
     "auth",
+    "oauth",
     "allow_insecure_http",
     "ca_bundle",
     "client_cert",
@@ -127,7 +137,8 @@ _URL_KEYS: Final = (
     "proxy",
 )
 #: Keys whose problems are transport problems (McpTransportConfigError).
-_TRANSPORT_KEYS: Final = frozenset({"", "name", "type", *_STDIO_KEYS, *_URL_KEYS})
+#: (The ``oauth`` table's problems are configuration problems: ConfigError.)
+_TRANSPORT_KEYS: Final = frozenset({"", "name", "type", *_STDIO_KEYS, *_URL_KEYS}) - {"oauth"}
 _COMMON_KEYS: Final = frozenset(
     {
         "type",
@@ -160,6 +171,7 @@ _EMPTY_RULES: Final[Mapping[str, _EmptyRule]] = {
     "headers": "unset",
     "url": "unset",
     "args": "warn",
+    "oauth": "unset",
 }
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -202,6 +214,14 @@ def approvals_path(environ: Mapping[str, str] | None = None) -> Path:
     """The project approval store: ``project-approvals.json`` next to the user's ``mcp.json``
     (:func:`user_config_path`). Never fails."""
     return user_config_path(environ).parent / APPROVALS_FILE_NAME
+
+
+def credentials_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where OAuth credentials live by default: ``credentials/`` next to the user's
+    ``mcp.json`` (:func:`user_config_path`: ``$XDG_CONFIG_HOME/trio-mcp/credentials``, or
+    ``~/.config/trio-mcp/credentials``). ``RuntimeConfig.credentials_dir`` overrides it. Never
+    fails."""
+    return user_config_path(environ).parent / CREDENTIALS_DIR_NAME
 
 
 def project_config_path(working_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -825,8 +845,124 @@ class _ServerReader:
                 self.bad(("auth",), f"auth must be 'oauth' (or absent), got {_show(auth)}")
             else:
                 options["auth"] = auth
+        if data.get("oauth") is not None and inferred is not TransportKind.STDIO:
+            options |= self.oauth(data["oauth"])
         options |= self.network(inferred, options.get("url"))
         return options
+
+    def oauth(self, raw: Any) -> dict[str, Any]:
+        """The ``oauth`` table: :class:`OAuthSettings` (its presence implies ``auth:
+        "oauth"``). ``client_id``, ``client_secret``, ``private_key`` and ``private_key_file``
+        are ``${VAR}``-expanded; ``private_key_file`` is read now. Unknown keys are kept in
+        ``extra``, with a warning."""
+        section = self.reader.mapping(
+            raw,
+            self.entry.source,
+            _key_path(self.entry.path, "oauth"),
+            f"server {self.name!r}: oauth",
+        )
+        if section is None:
+            return {}
+        before = len(self.reader.problems)
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in section.items():
+            if key not in OAUTH_KEYS:
+                self.note(
+                    ("oauth", key),
+                    f"unknown key {key!r} in oauth, kept but not used by this version (known "
+                    f"keys: {', '.join(sorted(OAUTH_KEYS))})",
+                )
+                extra[key] = value
+        for key, expand in (
+            ("client_id", True),
+            ("client_secret", True),
+            ("client_metadata_url", False),
+            ("token_endpoint_auth_method", False),
+            ("signing_algorithm", False),
+            ("redirect_uri", False),
+            ("client_name", False),
+            ("private_key", True),
+        ):
+            if section.get(key) is not None:
+                text = self.text(section[key], ("oauth", key), expand=expand)
+                if text is not None:
+                    values[key] = text
+        if section.get("scopes") is not None:
+            scopes = self.scopes(section["scopes"])
+            if scopes is not None:
+                values["scopes"] = scopes
+        grant = section.get("grant")
+        if grant is not None:
+            choices = tuple(g.value for g in Grant)
+            if grant not in choices:
+                self.bad(
+                    ("oauth", "grant"),
+                    f"must be {' or '.join(map(repr, choices))}, got {_show(grant)}",
+                )
+            else:
+                values["grant"] = Grant(grant)
+        if "dpop" in section:
+            dpop = section["dpop"]
+            if not isinstance(dpop, bool):
+                self.bad(("oauth", "dpop"), f"must be true or false, got {_show(dpop)}")
+            else:
+                values["dpop"] = dpop
+        steps = section.get("max_step_up")
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, int):
+                self.bad(("oauth", "max_step_up"), f"must be an integer, got {_show(steps)}")
+            else:
+                values["max_step_up"] = steps
+        if section.get("private_key_file") is not None:
+            if section.get("private_key") is not None:
+                self.bad(
+                    ("oauth", "private_key_file"),
+                    "give the private key once: private_key or private_key_file",
+                )
+            else:
+                key_text = self.private_key_file(section["private_key_file"])
+                if key_text is not None:
+                    values["private_key"] = key_text
+        if len(self.reader.problems) > before:
+            return {}
+        settings = OAuthSettings(**values, extra=extra)
+        for key, message in oauth_problems(settings):
+            self.bad(("oauth", key), message)
+        return {"oauth": settings}
+
+    def scopes(self, value: Any) -> tuple[str, ...] | None:
+        """``scopes``: a list of scopes, or one string of scopes separated by spaces."""
+        if isinstance(value, str):
+            return tuple(value.split())
+        if not isinstance(value, list | tuple):
+            self.bad(
+                ("oauth", "scopes"),
+                f"must be a list of scopes or one space-separated string, got {_show(value)}",
+            )
+            return None
+        items = [
+            self.text(item, ("oauth", "scopes", i), expand=False) for i, item in enumerate(value)
+        ]
+        if any(item is None for item in items):
+            return None
+        return tuple(item for item in items if item is not None)
+
+    def private_key_file(self, value: Any) -> str | None:
+        """The PEM text of ``private_key_file`` (``${VAR}`` and ``~`` expanded; a relative
+        path is relative to the configuration file's directory)."""
+        path = self.text(value, ("oauth", "private_key_file"), expand=True)
+        if path is None:
+            return None
+        file = Path(path).expanduser()
+        source = Path(self.entry.source)
+        if not file.is_absolute() and source.is_file():
+            file = source.parent / file
+        try:
+            return read_private_key_file(file)
+        except ConfigError as exc:
+            self.bad(("oauth", "private_key_file"), str(exc))
+            return None
 
     def network(self, kind: TransportKind, url: str | None) -> dict[str, Any]:
         """The settings of the network path to a URL server: ``allow_insecure_http``, the TLS
@@ -1340,6 +1476,8 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             view["url"] = None if server.url is None else redact_url(server.url)
             view["headers"] = dict.fromkeys(server.headers, REDACTED)
             view["auth"] = server.auth
+            settings = server.oauth_settings
+            view["oauth"] = None if settings is None else oauth_view(settings)
             view["allow_insecure_http"] = server.allow_insecure_http
             view["ca_bundle"] = server.ca_bundle
             view["client_cert"] = server.client_cert

@@ -49,6 +49,13 @@ from ._runtime import (
 from ._session import (
     ProgressCallback,
 )
+from ._signin import (
+    DEFAULT_OAUTH,
+    OAuthFactories,
+    SignInFactory,
+    StoreFactory,
+    open_sign_in,
+)
 from ._skills import (
     McpSkill,
     SkillDirectoryPage,
@@ -72,6 +79,7 @@ from ._taskstore import (
 )
 
 __all__ = [
+    "DEFAULT_OAUTH",
     "USE_DEFAULT",
     "ElicitationCallback",
     "Event",
@@ -79,6 +87,7 @@ __all__ = [
     "HostCallbacks",
     "ListChanged",
     "McpSkill",
+    "OAuthFactories",
     "ProgressCallback",
     "PromptPage",
     "PromptRead",
@@ -96,6 +105,7 @@ __all__ = [
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
+    "SignInFactory",
     "SkillDirectoryPage",
     "SkillFile",
     "SkillIntegrityError",
@@ -104,6 +114,7 @@ __all__ = [
     "SkillsChanged",
     "SkillsView",
     "SkippedSkill",
+    "StoreFactory",
     "TaskHandle",
     "TaskInfo",
     "TaskRecord",
@@ -111,6 +122,7 @@ __all__ = [
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",
+    "open_sign_in",
     "registered_name",
     "serve_runtime",
 ]

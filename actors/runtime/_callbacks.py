@@ -1,4 +1,5 @@
-"""What the host answers for the servers: roots, sampling, elicitation.
+"""What the host answers for the servers: roots, sampling, elicitation; and how it shows an
+OAuth sign-in (``authorize``).
 
 A capability is declared to a server only when the host gives its callback; a server request for a
 capability that was not declared is answered with ``-32601`` (method not found).
@@ -23,6 +24,7 @@ from ...protocol._types import (
     ElicitResult,
     Root,
 )
+from ...transports.oauth._types import AuthorizationPrompt
 
 __all__ = [
     "ElicitationCallback",
@@ -51,6 +53,12 @@ class HostCallbacks:
     elicitation: ElicitationCallback | None = None
     #: Elicitation modes the host can show: "form", and "url" (opens a URL for the user).
     elicitation_modes: tuple[str, ...] = ("form",)
+    #: Shows an OAuth sign-in to the user (a chat UI showing the link) and returns the URL the
+    #: browser was redirected to. Given, it is the host's opt-in to being asked: a server's
+    #: sign-in may call it while connecting, and ``rt.login(server)`` uses it when given no
+    #: prompt. None: the runtime never starts a sign-in on its own (the server is NEEDS_AUTH
+    #: until ``trio-mcp login NAME`` or ``rt.login``).
+    authorize: AuthorizationPrompt | None = None
 
     def client_capabilities(self) -> dict[str, Any]:
         """The capabilities to declare in ``initialize`` (the handshake revisions), from the

@@ -63,6 +63,8 @@ class ServerStateChanged:
     generation: int
     reason: str | None = None
     next_attempt_at: float | None = None
+    #: The exact command that fixes the new state (NEEDS_AUTH: ``trio-mcp login NAME``).
+    hint: str | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -32,7 +32,7 @@ import inspect
 import logging
 import math
 import random
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -45,9 +45,12 @@ from types import MappingProxyType
 from typing import Any, Final
 
 import attrs
+import httpx
 import trio
 
 from ...protocol._errors import (
+    AuthorizationRequired,
+    ConfigError,
     InvalidToolOutput,
     LocalProtocolError,
     McpError,
@@ -62,6 +65,15 @@ from ...transports._websocket import WebSocketParameters, open_websocket_transpo
 from ...transports.http._http import open_http_transport
 from ...transports.http._http_base import HttpParameters
 from ...transports.http._sse_client import open_sse_transport
+from ...transports.oauth._types import (
+    AuthorizationPrompt,
+    AuthorizationRequest,
+    AuthStatus,
+    DevicePrompt,
+    Grant,
+    SignIn,
+    TokenStore,
+)
 from ...transports.stdio._stdio import StdioParameters, open_stdio_transport
 from ..config._approvals import (
     ProjectApprovals,
@@ -70,6 +82,8 @@ from ..config._approvals import (
     approval_command,
 )
 from ..config._config import RuntimeConfig, ServerConfig, TransportKind
+from ..config._loader import credentials_path
+from ..config._oauth import login_hint
 from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
 from ._events import EventBus, EventSubscription, ServerState
@@ -89,6 +103,7 @@ from ._resources import (
     ResourceTemplatePage,
 )
 from ._session import Session
+from ._signin import DEFAULT_OAUTH, OAuthFactories
 from ._skills import McpSkill, SkillDirectoryPage, SkillFile, SkillListing, Skills
 from ._skillwatch import SkillsView
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
@@ -101,6 +116,8 @@ __all__ = [
     "Runtime",
     "RuntimeState",
     "TransportOpener",
+    "http_parameters",
+    "open_default_transport",
     "open_runtime",
     "serve_runtime",
 ]
@@ -122,8 +139,33 @@ class RuntimeState(Enum):
     CLOSED = "closed"
 
 
+def http_parameters(config: ServerConfig, *, auth: httpx.Auth | None = None) -> HttpParameters:
+    """The HTTP settings of a URL server (its ``url``, ``headers``, TLS files, ``proxy`` and
+    timeouts), with ``auth`` (its OAuth sign-in) for every request. What the HTTP transports
+    use, and (without ``auth``) what a server's sign-in reaches its authorization server with.
+    Raises :class:`McpTransportConfigError` for an invalid URL or header."""
+    assert config.url is not None
+    return HttpParameters(
+        url=config.url,
+        headers=dict(config.headers),
+        max_frame_bytes=config.max_frame_bytes,
+        connect_timeout=config.connect_timeout,
+        allow_insecure_http=config.allow_insecure_http,
+        ca_bundle=config.ca_bundle,
+        client_cert=config.client_cert,
+        client_key=config.client_key,
+        proxy=config.proxy,
+        request_timeout=config.timeout,
+        auth=auth,
+    )
+
+
 def open_default_transport(
-    config: ServerConfig, sink: FrameSink, *, shutdown_grace: float | None = None
+    config: ServerConfig,
+    sink: FrameSink,
+    *,
+    shutdown_grace: float | None = None,
+    auth: httpx.Auth | None = None,
 ) -> AbstractAsyncContextManager[Transport]:
     """The transport for a server's configuration (a fresh one on every call), whose frames and
     events go into ``sink``.
@@ -134,7 +176,9 @@ def open_default_transport(
     all three send the configured ``headers`` and use the server's TLS settings (``ca_bundle``,
     ``client_cert``, ``client_key``) and ``proxy``. A custom ``transport_factory`` is called with
     ``sink``. ``shutdown_grace``: the stdio shutdown steps (close stdin, SIGTERM, SIGKILL) share
-    it. Raises :class:`McpTransportConfigError` for an invalid URL or header."""
+    it. ``auth``: what every HTTP request goes through (the server's OAuth sign-in,
+    :attr:`SignIn.auth <trio_mcp.transports.oauth.SignIn.auth>`). Raises
+    :class:`McpTransportConfigError` for an invalid URL or header."""
     kind = config.transport_kind
     if kind is TransportKind.CUSTOM:
         assert config.transport_factory is not None
@@ -156,19 +200,7 @@ def open_default_transport(
             sink,
         )
     if kind is TransportKind.HTTP or kind is TransportKind.SSE:
-        assert config.url is not None
-        params = HttpParameters(
-            url=config.url,
-            headers=dict(config.headers),
-            max_frame_bytes=config.max_frame_bytes,
-            connect_timeout=config.connect_timeout,
-            allow_insecure_http=config.allow_insecure_http,
-            ca_bundle=config.ca_bundle,
-            client_cert=config.client_cert,
-            client_key=config.client_key,
-            proxy=config.proxy,
-            request_timeout=config.timeout,
-        )
+        params = http_parameters(config, auth=auth)
         if kind is TransportKind.SSE:
             return open_sse_transport(params, sink)
         return open_http_transport(params, sink)
@@ -757,6 +789,76 @@ class Runtime:
         """Ask a server's supervisor to try connecting now (a parked server stops waiting)."""
         self._supervisor(server).reconnect_now()
 
+    # ------------------------------------------------------------------ signing in
+
+    async def login(
+        self,
+        server: str,
+        *,
+        prompt: AuthorizationPrompt | None = None,
+        device: DevicePrompt | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> AuthStatus:
+        """Sign in to ``server`` (one with ``auth="oauth"``), then have it connect at once
+        (``NEEDS_AUTH -> CONNECTING -> READY``): it returns once the server has left
+        ``NEEDS_AUTH`` (``rt.wait_ready()`` then waits for the connection). Returns the
+        sign-in's status (never a secret).
+
+        ``prompt`` shows the sign-in to the user and returns the URL the browser was redirected
+        to (default: ``HostCallbacks.authorize``); ``device`` signs in with the device
+        authorization grant instead (RFC 8628: it shows the code, the flow polls); ``scopes``:
+        what to ask for (default: the configured ones, else what the server names). A server
+        whose grant is ``client_credentials`` needs neither.
+
+        Raises :class:`ConfigError` for a server without OAuth, :class:`AuthorizationRequired`
+        when a browser sign-in has no prompt to go through (its hint is the command line's
+        ``trio-mcp login NAME``), the other :class:`AuthorizationError` subclasses when the
+        sign-in fails, :class:`ServerUnavailable` for a name that is not configured, or
+        :class:`RuntimeClosed`."""
+        self._check_open()
+        supervisor, sign_in = self._sign_in_of(server)
+        if device is not None:
+            status = await sign_in.login_device(device, scopes=scopes)
+        else:
+            ask = prompt or self.callbacks.authorize
+            settings = supervisor.config.oauth_settings
+            if ask is None:
+                if settings is None or settings.grant is not Grant.CLIENT_CREDENTIALS:
+                    await trio.lowlevel.checkpoint()
+                    raise AuthorizationRequired(
+                        f"server {server!r}: signing in needs the user: give rt.login a "
+                        "prompt (or HostCallbacks.authorize) that shows the sign-in URL, or "
+                        f"run: {login_hint(server)}",
+                        server=server,
+                        hint=login_hint(server),
+                    )
+                ask = _no_prompt
+            status = await sign_in.login(ask, scopes=scopes)
+        supervisor.reconnect_now()
+        # Once the supervisor has taken the ask, so that a wait_ready() after this waits for
+        # the new connection rather than finding the server settled in NEEDS_AUTH.
+        await supervisor.wait_state(lambda state: state is not ServerState.NEEDS_AUTH)
+        return status
+
+    async def logout(self, server: str) -> bool:
+        """Forget ``server``'s stored credentials (and the ones in memory); its connection ends
+        and it waits in ``NEEDS_AUTH``. False when there were none. Raises like
+        :meth:`login`."""
+        self._check_open()
+        supervisor, sign_in = self._sign_in_of(server)
+        forgot = await sign_in.logout()
+        await supervisor.signed_out()
+        return forgot
+
+    def _sign_in_of(self, server: str) -> tuple[ServerSupervisor, SignIn]:
+        supervisor = self._supervisor(server)
+        if supervisor.sign_in is None:
+            raise ConfigError(
+                f'server {server!r} does not sign in with OAuth: set "auth": "oauth" (or '
+                'an "oauth" table) in its configuration'
+            )
+        return supervisor, supervisor.sign_in
+
     # ------------------------------------------------------------------ closing
 
     @property
@@ -886,19 +988,62 @@ def _save_approvals(store: ProjectApprovals) -> None:
         logger.warning("%s; the approval holds for this run only", exc)
 
 
+async def _no_prompt(request: AuthorizationRequest) -> str:
+    """The prompt of a sign-in that needs none (client credentials): never called by it."""
+    raise AuthorizationRequired(
+        f"server {request.server!r}: this sign-in needs the user, and no prompt was given",
+        server=request.server,
+        hint=login_hint(request.server),
+    )
+
+
+def _sign_ins(
+    config: RuntimeConfig, callbacks: HostCallbacks, oauth: OAuthFactories
+) -> dict[str, SignIn]:
+    """One sign-in per server with OAuth, all keeping their credentials in one store (built
+    only when a server needs it)."""
+    store: TokenStore | None = None
+    sign_ins: dict[str, SignIn] = {}
+    for server in config.servers:
+        settings = server.oauth_settings
+        if settings is None:
+            continue
+        if store is None:
+            store = oauth.store(config.credentials_dir or credentials_path())
+        sign_ins[server.name] = oauth.sign_in(
+            server=server.name,
+            settings=settings,
+            store=store,
+            http=http_parameters(server),
+            prompt=callbacks.authorize,
+            tenant="",
+        )
+    return sign_ins
+
+
 def _build(
     config: RuntimeConfig,
     callbacks: HostCallbacks | None,
     open_transport: TransportOpener | None,
     rng: random.Random | None,
     holds: Mapping[str, str] | None = None,
+    oauth: OAuthFactories | None = None,
 ) -> Runtime:
     bus = EventBus()
     registry = Registry(builtin_names=config.builtin_tool_names, events=bus)
     callbacks = callbacks or HostCallbacks()
-    opener = open_transport or functools.partial(
-        open_default_transport, shutdown_grace=config.shutdown_grace
-    )
+    sign_ins = _sign_ins(config, callbacks, oauth or DEFAULT_OAUTH)
+
+    def opener_of(server: str) -> TransportOpener:
+        if open_transport is not None:
+            return open_transport
+        sign_in = sign_ins.get(server)
+        return functools.partial(
+            open_default_transport,
+            shutdown_grace=config.shutdown_grace,
+            auth=None if sign_in is None else sign_in.auth,
+        )
+
     holds = holds or {}
     supervisors = {
         server.name: ServerSupervisor(
@@ -906,10 +1051,11 @@ def _build(
             runtime=config,
             registry=registry,
             callbacks=callbacks,
-            open_transport=opener,
+            open_transport=opener_of(server.name),
             events=bus,
             rng=rng or random.Random(),
             hold=holds.get(server.name),
+            sign_in=sign_ins.get(server.name),
         )
         for server in config.servers
     }
@@ -924,14 +1070,15 @@ async def serve_runtime(
     open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
     approve_project_server: ProjectServerApprover | None = None,
+    oauth: OAuthFactories | None = None,
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
     config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled). A single
     failure is raised as itself, never wrapped in an ``ExceptionGroup``.
-    ``approve_project_server``: as for :func:`open_runtime`."""
+    ``approve_project_server`` and ``oauth``: as for :func:`open_runtime`."""
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth)
     with _single_failure():
         await runtime._serve(task_status)
 
@@ -944,6 +1091,7 @@ async def open_runtime(
     open_transport: TransportOpener | None = None,
     rng: random.Random | None = None,
     approve_project_server: ProjectServerApprover | None = None,
+    oauth: OAuthFactories | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run a runtime for the duration of an ``async with`` block.
 
@@ -957,9 +1105,14 @@ async def open_runtime(
     async, given a :class:`ProjectServerRequest`; True approves and is remembered), which is
     asked before the runtime starts, once per entry that is new or changed. Any other server
     stays DISABLED, its status saying how to approve it (``trio-mcp project approve``).
+
+    A server with OAuth (``auth="oauth"``) gets a sign-in built by ``oauth``
+    (:class:`OAuthFactories`; default: the real flow, keeping credentials in files under
+    ``RuntimeConfig.credentials_dir``), which its supervisor runs and its HTTP transports send
+    every request through.
     """
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth)
     with _single_failure():
         async with trio.open_nursery() as nursery:
             await nursery.start(_shielded, runtime)

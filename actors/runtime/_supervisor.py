@@ -48,6 +48,20 @@ neither). It lends the cache to each connection attempt (:meth:`ResultCache.lend
 connection ends (``ConnectionLost`` or ``ConnectionClosed``), so that only the live generation
 reads or writes it, synchronously, and nothing crosses between actors.
 
+**Signing in.** A server with OAuth (``auth="oauth"``) has a sign-in actor
+(:class:`~trio_mcp.transports.oauth.SignIn`), which the supervisor runs in its own nursery
+(it outlives the connections; its ``auth`` goes with every HTTP request of the server). A
+connection attempt, or a live connection, that ends with
+:class:`~trio_mcp.protocol.AuthorizationRequired` (or a subclass) moves the server to
+``NEEDS_AUTH`` at once: no retries and no backoff; the reason and the hint (the exact command
+that fixes it, ``trio-mcp login NAME``) are in the status, the event and ``last_error``, and
+calls fail at once with a :class:`ServerUnavailable` ending with the hint. A ``NEEDS_AUTH``
+server re-checks once per ``park_probe_interval`` (a credential that ``trio-mcp login`` stored
+from another process is found), quietly: it stays ``NEEDS_AUTH`` meanwhile and only an attempt
+that gets READY changes its state. A host's ask (``rt.login`` asks once it has signed in)
+connects at once: ``NEEDS_AUTH -> CONNECTING -> READY``. :class:`SignedOut` (``rt.logout``)
+ends the connection and moves the server to ``NEEDS_AUTH``.
+
 A host asking for a connection attempt (:meth:`ServerSupervisor.reconnect_now`) sets a flag that
 the supervisor takes after each batch of messages; at most one :class:`ReconnectNow` (a wake-up)
 is in the mailbox at a time, so no number of asks can fill it.
@@ -71,8 +85,10 @@ import attrs
 import trio
 
 from ...protocol._errors import (
+    AuthorizationRequired,
     ConnectError,
     ConnectTimeout,
+    CredentialsRefused,
     McpError,
     ServerDisconnected,
     ServerUnavailable,
@@ -81,8 +97,10 @@ from ...protocol._types import ServerCapabilities
 from ...protocol._versions import Era
 from ...transports._base import FrameSink, ProcessTransport, Transport
 from ...transports._channel import ByteChannel
+from ...transports.oauth._types import AuthStatus, SignIn
 from ..config._backoff import first_connect_delay, reconnect_delay
 from ..config._config import RuntimeConfig, ServerConfig, TransportKind
+from ..config._oauth import login_hint
 from ._cache import CacheLease, ResultCache, authorization_context
 from ._callbacks import HostCallbacks
 from ._dispatcher import EventPublisher
@@ -102,6 +120,7 @@ __all__ = [
     "ReconnectNow",
     "ServerStatus",
     "ServerSupervisor",
+    "SignedOut",
     "Stop",
     "SupervisorMsg",
     "TransportOpener",
@@ -175,6 +194,12 @@ class Stop:
     """The runtime is closing: stop for good."""
 
 
+@attrs.frozen(kw_only=True)
+class SignedOut:
+    """The server's credentials were forgotten (``rt.logout``): end the connection and wait in
+    ``NEEDS_AUTH``."""
+
+
 SupervisorMsg: TypeAlias = (
     AttemptStarted
     | AttemptReady
@@ -185,6 +210,7 @@ SupervisorMsg: TypeAlias = (
     | ReconnectNow
     | Delivered
     | Stop
+    | SignedOut
 )
 
 
@@ -217,6 +243,10 @@ class ServerStatus:
     capabilities: ServerCapabilities | None = None
     #: The era of ``protocol_version``: the handshake revisions, or the stateless 2026-07-28.
     era: Era | None = None
+    #: The server's OAuth sign-in (never a secret); None for a server without OAuth.
+    auth: AuthStatus | None = None
+    #: The exact command that fixes the state (NEEDS_AUTH: ``trio-mcp login NAME``), else None.
+    hint: str | None = None
 
     def declares(self, capability: str) -> bool:
         """Whether the server declared ``capability`` (``"tools"``, ``"resources"``,
@@ -263,6 +293,9 @@ class ServerSupervisor:
     #: The resource URIs the host wants updates for on this server (``rt.subscribe_resource``),
     #: handed to every session: each one subscribes to them in its era.
     subscriptions: ResourceSubscriptions = attrs.field(factory=ResourceSubscriptions)
+    #: The server's OAuth sign-in (``auth="oauth"``), run in the supervisor's nursery; None: no
+    #: OAuth.
+    sign_in: SignIn | None = None
 
     inbox: trio.MemorySendChannel[SupervisorMsg] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[SupervisorMsg] = attrs.field(init=False)
@@ -311,6 +344,17 @@ class ServerSupervisor:
     _outbox: deque[ReplaceTools | WithdrawServer] | None = attrs.field(default=None, init=False)
     #: The server's result cache, lent to the running connection (None: not cached).
     _cache: ResultCache | None = attrs.field(default=None, init=False)
+    #: NEEDS_AUTH: the command that fixes it (None in every other state).
+    _hint: str | None = attrs.field(default=None, init=False)
+    #: The next attempt from NEEDS_AUTH is the periodic re-check: it leaves the state alone
+    #: unless it gets READY. False once the host asked.
+    _quiet_probe: bool = attrs.field(default=False, init=False)
+    #: The host asked for an attempt while a re-check ran: the next one is due at once.
+    _asked_during_probe: bool = attrs.field(default=False, init=False)
+    #: Why the running connection is being ended (signed out): its end is a NEEDS_AUTH.
+    _auth_override: AuthorizationRequired | None = attrs.field(default=None, init=False)
+    #: The authorization failure that ended a READY connection whose tools are being withdrawn.
+    _withdraw_auth: AuthorizationRequired | None = attrs.field(default=None, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -345,6 +389,8 @@ class ServerSupervisor:
         process = self._process
         if process is not None:
             changes["stderr_tail"] = process.stderr_tail()
+        if self.sign_in is not None:
+            changes["auth"] = self.sign_in.status()
         return attrs.evolve(status, **changes)
 
     def ready_session(self) -> Session:
@@ -369,6 +415,14 @@ class ServerSupervisor:
 
     def unavailable(self) -> ServerUnavailable:
         status = self._published
+        if status.state is ServerState.NEEDS_AUTH:
+            # The message ends with the command that fixes it.
+            return ServerUnavailable(
+                f"server {self.name!r} needs a sign-in: {status.last_error}",
+                server=self.name,
+                state=status.state.value,
+                hint=status.hint,
+            )
         state = status.state.value
         why = f" ({status.last_error})" if status.last_error else ""
         if status.state is ServerState.READY:  # its connection just ended
@@ -412,6 +466,14 @@ class ServerSupervisor:
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
             return
 
+    async def signed_out(self) -> None:
+        """Say that the server's credentials were forgotten: the connection ends and the
+        server waits in NEEDS_AUTH."""
+        try:
+            await self.inbox.send(SignedOut())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
     async def stop(self) -> None:
         """Ask the supervisor to stop for good (it returns once stopped)."""
         try:
@@ -426,6 +488,8 @@ class ServerSupervisor:
         handled; a bug in our own code propagates and crashes the runtime loudly."""
         async with trio.open_nursery() as tasks:
             self._tasks = tasks
+            if self.sign_in is not None:
+                await tasks.start(self.sign_in.run)  # it outlives the connections
             task_status.started()
             self._begin()
             mailbox = self._mailbox
@@ -505,11 +569,17 @@ class ServerSupervisor:
                 self._deliver_next()
             case Stop():
                 self._stop()
+            case SignedOut():
+                self._signed_out()
 
     def _reconnect(self) -> None:
         """The host's ask: the next attempt is due now, unless one runs, the tools of the last
         connection are being withdrawn (the backoff is decided after that), the server is
         disabled, or the supervisor is stopping."""
+        if self._state is ServerState.NEEDS_AUTH:
+            self._quiet_probe = False
+            if self._running is not None:  # a re-check runs: go again at once if it fails
+                self._asked_during_probe = True
         if (
             self._running is None
             and self._withdrawing is None
@@ -527,7 +597,11 @@ class ServerSupervisor:
         self._running = self._generation
         self._running_scope = scope
         state = ServerState.RECONNECTING if self._phase == "runtime" else ServerState.CONNECTING
-        self._set_state(state, reason=self._last_error)
+        if self._state is ServerState.NEEDS_AUTH and self._quiet_probe:
+            self._publish()  # the re-check: NEEDS_AUTH until it gets READY
+        else:
+            self._hint = None
+            self._set_state(state, reason=self._last_error)
         era, version = self._start_era()
         lease = None if self._cache is None else self._cache.lend(self._generation)
         self._tasks.start_soon(self._connection, self._generation, scope, era, version, lease)
@@ -569,6 +643,8 @@ class ServerSupervisor:
         self._ready_since = now
         self._connect_time = msg.connect_time
         self._last_error = None
+        self._hint = None
+        self._quiet_probe = self._asked_during_probe = False
         self._set_state(ServerState.READY)
         self._replace(msg.generation, msg.listing)
         if logger.isEnabledFor(logging.DEBUG):
@@ -590,12 +666,18 @@ class ServerSupervisor:
         if generation != self._generation or generation <= self._ended:
             return
         self._ended = generation
-        reason = _describe(error)
+        auth = self._auth_override or (error if isinstance(error, AuthorizationRequired) else None)
+        self._auth_override = None
+        reason = _describe(error if auth is None else auth)
         if self._session is not None:  # it was READY: withdraw first, then say so
             self._session = None
+            self._withdraw_auth = auth
             self._withdraw(generation, reason)
             return
         if self._stopping:
+            return
+        if auth is not None:
+            self._needs_auth(auth)
             return
         if self._attempt_remembers and (
             not isinstance(error, ConnectError) or isinstance(error, ConnectTimeout)
@@ -632,6 +714,11 @@ class ServerSupervisor:
         self._withdraw_reason = ""
         if self._stopping:
             self._maybe_stopped()
+            return
+        auth, self._withdraw_auth = self._withdraw_auth, None
+        if auth is not None:
+            self._ready_since = None
+            self._needs_auth(auth)
             return
         now = trio.current_time()
         if (
@@ -674,6 +761,52 @@ class ServerSupervisor:
             f"; next attempt in {delay:g} s" if delay is not None else "; giving up",
         )
         self._set_state(state, reason=reason)
+
+    def _needs_auth(self, error: AuthorizationRequired) -> None:
+        """A connection (or an attempt) ended because only the user can sign in: NEEDS_AUTH at
+        once, no retries; the next attempt is the re-check one ``park_probe_interval`` later
+        (or at once, when the host asked during a re-check)."""
+        now = trio.current_time()
+        hint = error.hint or (
+            None if isinstance(error, CredentialsRefused) else login_hint(self.name)
+        )
+        reason = _describe(error)
+        if hint and not reason.endswith(hint):
+            reason = f"{reason}; to sign in, run: {hint}"
+        self._last_error = reason
+        self._hint = hint
+        self._failures = 0
+        if self._asked_during_probe:
+            self._asked_during_probe = self._quiet_probe = False
+            self._next_attempt_at = now
+        else:
+            interval = self.runtime.retry.park_probe_interval
+            self._quiet_probe = True
+            self._next_attempt_at = None if interval is None else now + interval
+        logger.warning("server %r needs a sign-in: %s", self.name, reason)
+        if self._state is ServerState.NEEDS_AUTH:
+            self._publish()  # a re-check found nothing new: no state change to announce
+        else:
+            self._set_state(ServerState.NEEDS_AUTH, reason=reason)
+
+    def _signed_out(self) -> None:
+        """The credentials were forgotten: end the connection (its end is a NEEDS_AUTH), or go
+        to NEEDS_AUTH now."""
+        if self._stopping or self._state is ServerState.DISABLED:
+            return
+        error = AuthorizationRequired(
+            f"server {self.name!r}: signed out (its credentials were forgotten)",
+            server=self.name,
+            hint=login_hint(self.name),
+        )
+        if self._running is not None:
+            assert self._running_scope is not None
+            self._auth_override = error
+            self._running_scope.cancel()
+        elif self._withdrawing is not None:
+            self._withdraw_auth = error
+        else:
+            self._needs_auth(error)
 
     def _closed(self, generation: int) -> None:
         """The connection task of ``generation`` is over and its transport closed."""
@@ -763,6 +896,7 @@ class ServerSupervisor:
             pid=process.pid if process is not None else None,
             capabilities=info.capabilities if info else None,
             era=info.era if info else None,
+            hint=self._hint if self._state is ServerState.NEEDS_AUTH else None,
         )
 
     def _set_state(self, new: ServerState, *, reason: str | None = None) -> None:
@@ -779,8 +913,15 @@ class ServerSupervisor:
                 generation=self._generation,
                 reason=reason,
                 next_attempt_at=self._next_attempt_at,
+                hint=self._hint if new is ServerState.NEEDS_AUTH else None,
             )
         )
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _publish(self) -> None:
+        """Publish the status without a change of state (no event)."""
+        self._published = self._snapshot()
         self._changed.set()
         self._changed = trio.Event()
 

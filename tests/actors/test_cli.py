@@ -72,6 +72,7 @@ def test_exit_codes_are_documented_values() -> None:
         ("UNAVAILABLE", 4),
         ("CALL_FAILED", 5),
         ("REFUSED", 6),
+        ("AUTH_FAILED", 7),
         ("INTERRUPTED", 130),
     ]
 

@@ -163,6 +163,8 @@ def test_status_json(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
         "failures",
         "pid",
         "stderr_tail",
+        "hint",
+        "auth",
     }
     assert {k: notes[k] for k in notes if k not in ("connect_time", "pid")} == {
         "name": "notes",
@@ -176,6 +178,8 @@ def test_status_json(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
         "last_error": None,
         "failures": 0,
         "stderr_tail": ["notes server starting"],
+        "hint": None,
+        "auth": None,
     }
     assert notes["connect_time"] > 0
     assert isinstance(notes["pid"], int)

@@ -206,7 +206,7 @@ def test_echo_policies_and_switches_are_validated() -> None:
             "<config>: tools.mcp_servers.a.trust",
             "server 'a': unknown key 'trust' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, connect_timeout, cwd, enabled, env, "
-            "headers, log_level, max_call_time, max_frame_bytes, progress_resets_timeout, "
+            "headers, log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, "
             "protocol, proxy, resources, skills, timeout, tools_exclude, tools_include, "
             "trust_level, type, url)",
         ),
@@ -545,8 +545,8 @@ def test_value_types_are_checked() -> None:
             "<config>: mcpServers.a.nope",
             "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
-            "log_level, max_call_time, max_frame_bytes, progress_resets_timeout, protocol, proxy, "
-            "resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
+            "log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, protocol, "
+            "proxy, resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
         ),
         (
             "<config>: mcpServers.a.command",
@@ -1011,6 +1011,21 @@ def test_redacted_config_hides_every_secret() -> None:
                 "url": "https://u:***@h.example/mcp?key=***",
                 "headers": {"X-Api-Key": "***"},
                 "auth": "oauth",
+                "oauth": {
+                    "client_id": None,
+                    "client_secret": None,
+                    "client_metadata_url": None,
+                    "token_endpoint_auth_method": None,
+                    "scopes": None,
+                    "grant": "authorization_code",
+                    "private_key": None,
+                    "signing_algorithm": None,
+                    "dpop": False,
+                    "redirect_uri": None,
+                    "client_name": "trio-mcp",
+                    "max_step_up": 2,
+                    "extra": [],
+                },
                 "allow_insecure_http": False,
                 "ca_bundle": None,
                 "client_cert": None,

@@ -25,6 +25,7 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.actors.oauth_fakes import FakeOAuth
 from trio_mcp.actors import RetryPolicy, RuntimeConfig, ServerConfig, ServerState, open_runtime
 from trio_mcp.actors.runtime._dispatcher import Dispatcher
 from trio_mcp.actors.runtime._outputcheck import PatternWorker
@@ -307,3 +309,36 @@ async def test_a_modern_session_has_its_subscriber_and_a_legacy_one_only_for_res
     expected = {name: owner for (_, name), owner in owners.items()}
     assert {name for name, _ in runs} == set(expected)
     assert {(name, task) for name, task in runs if task != expected[name]} == set()
+
+
+async def test_a_servers_sign_in_runs_under_its_supervisor_beside_its_connection() -> None:
+    """A server with OAuth: its sign-in actor is a task of its supervisor's nursery, a sibling
+    of the connection task (it outlives connections), and the only task beyond the session's
+    actors; a server without OAuth has none."""
+    memory = FakeServer(name="mem", tools=[FakeTool("t")])
+    oauth = FakeOAuth()
+
+    @asynccontextmanager
+    async def to_memory(server: ServerConfig, sink: Any) -> Any:
+        async with memory.connect(sink) as transport:
+            yield transport
+
+    web = ServerConfig(name="web", url="https://mcp.example/mcp", auth="oauth")
+    plain = ServerConfig(name="plain", url="https://other.example/mcp")
+    config = RuntimeConfig(servers=(web, plain))
+    with trio.fail_after(60):
+        async with open_runtime(config, open_transport=to_memory, oauth=oauth.factories()) as rt:
+            await rt.wait_ready()
+            root = trio.lowlevel.current_root_task()
+            by_server = {_server_of(s): s for s in find(root, "ServerSupervisor.run")}
+            assert {short(t) for t in children(by_server["web"])} == {
+                "FakeSignIn.run",
+                "ServerSupervisor._connection",
+            }
+            assert (
+                shape(by_server["web"])
+                - Counter({"FakeSignIn.run": 1, "FakeServer.serve_transport": 1})
+                == SESSION_TASKS
+            )
+            assert "FakeSignIn.run" not in shape(by_server["plain"])
+            assert len(find(root, "FakeSignIn.run")) == 1

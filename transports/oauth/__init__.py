@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ._authorizer import DEFAULT_REDIRECT_URI, Authorizer, RefreshUnreachable, open_authorizer
 from ._jose import CLIENT_ASSERTION_TYPE, INSTALL_HINT, DPoPKey, client_assertion, jwk_thumbprint
+from ._loopback import LoopbackReceiver, open_loopback_receiver
 from ._store import FileTokenStore, MemoryTokenStore
 from ._types import (
     DEFAULT_CLIENT_NAME,
@@ -42,6 +43,7 @@ __all__ = [
     "DevicePrompt",
     "FileTokenStore",
     "Grant",
+    "LoopbackReceiver",
     "MemoryTokenStore",
     "OAuthSettings",
     "RefreshUnreachable",
@@ -51,4 +53,5 @@ __all__ = [
     "client_assertion",
     "jwk_thumbprint",
     "open_authorizer",
+    "open_loopback_receiver",
 ]

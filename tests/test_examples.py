@@ -173,6 +173,18 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "['python', 'pyret']" in lines
     assert "['memo://today']" in lines
     assert "updated: notes memo://today" in lines
+    # The provider export and round trips.
+    assert "('mcp_shop_chart', 'mcp_shop_search')" in lines
+    assert "True {'type': ['integer', 'null'], 'description': '(default: 10)'}" in lines
+    assert (
+        "strict mode: 1 optional property made required and nullable (null means left out); "
+        "moved into descriptions: default"
+    ) in lines
+    assert 'tool call_1 {"query":"tea"}' in lines
+    assert "tool call_2 sales by month" in lines
+    assert "user None 2" in lines
+    assert "data:image/png;base64," in lines
+    assert "toolu_1 ['text', 'image']" in lines
 
 
 # --------------------------------------------------------------------------- docs/testing.md

@@ -237,13 +237,21 @@ def _resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
+#: Keywords that keep some value out (without any, a schema takes every value).
+_CONSTRAINING: Final = frozenset(
+    {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "not"}
+)
+
+
 def _accepts_null(node: Any, root: Mapping[str, Any], seen: frozenset[int] = frozenset()) -> bool:
     """Whether ``null`` is a value the schema names (a null type, enum or const value, or an
     ``anyOf``/``oneOf`` branch or reference that does)."""
-    if node is True or node == {}:
+    if node is True:
         return True
     if not isinstance(node, Mapping) or id(node) in seen:
         return False
+    if not (_CONSTRAINING & set(node)):
+        return True  # no type or other constraint: any value, null included
     seen = seen | {id(node)}
     if "null" in _type_list(node):
         return True

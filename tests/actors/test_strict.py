@@ -332,7 +332,10 @@ SCHEMA = {
         "opts": {"$ref": "#/$defs/Opt"},
         "rows": {
             "type": "array",
-            "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {}}},
+            "items": {
+                "type": "object",
+                "properties": {"k": {"type": "string"}, "v": {}, "w": {"description": "Any."}},
+            },
         },
         "either": {"anyOf": [{"type": "object", "properties": {"z": {"type": "number"}}}]},
     },
@@ -346,7 +349,7 @@ def test_nulls_that_mean_left_out_are_dropped_and_no_others() -> None:
         "limit": None,  # optional, does not take null: left out
         "label": None,  # takes null: meant
         "opts": {"deep": None},
-        "rows": [{"k": None, "v": None}, {"k": "a", "v": 1}],
+        "rows": [{"k": None, "v": None, "w": None}, {"k": "a", "v": 1}],
         "either": {"z": None},
         "extra": None,  # not in the schema: the server decides
     }
@@ -355,7 +358,7 @@ def test_nulls_that_mean_left_out_are_dropped_and_no_others() -> None:
         "path": None,
         "label": None,
         "opts": {},
-        "rows": [{"v": None}, {"k": "a", "v": 1}],
+        "rows": [{"v": None, "w": None}, {"k": "a", "v": 1}],  # any value takes null
         "either": {},
         "extra": None,
     }

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_host.py"
 
 #: The outcome of each scripted tool call of the open_runtime form, in order.
@@ -194,6 +196,18 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "ok Fill the form." in lines
     # Nothing was written into the working directory (the task store is elsewhere).
     assert not (tmp_path / ".trio-mcp").exists()
+    # The provider export and round trips.
+    assert "('mcp_shop_chart', 'mcp_shop_search')" in lines
+    assert "True {'type': ['integer', 'null'], 'description': '(default: 10)'}" in lines
+    assert (
+        "strict mode: 1 optional property made required and nullable (null means left out); "
+        "moved into descriptions: default"
+    ) in lines
+    assert 'tool call_1 {"query":"tea"}' in lines
+    assert "tool call_2 sales by month" in lines
+    assert "user None 2" in lines
+    assert "data:image/png;base64," in lines
+    assert "toolu_1 ['text', 'image']" in lines
 
 
 # --------------------------------------------------------------------------- docs/testing.md
@@ -223,3 +237,51 @@ def test_every_snippet_of_the_testing_guide_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert " passed" in done.stdout
     assert "failed" not in done.stdout
+
+
+# --------------------------------------------------------------------------- every other page
+
+DOCS = GUIDE.parent
+#: Pages whose python blocks have a test of their own above.
+OWN_TESTS = frozenset({"embedding.md", "testing.md"})
+#: For each other page with python blocks: lines its blocks print (run in order as one
+#: program, in an empty directory). A page with python blocks must be listed here: a block that
+#: is not a Python program belongs in another fence (```text, ```toml, ```sh...).
+PRINTS: dict[str, list[str]] = {
+    "configuration.md": ["echo ['agent.yaml']", "['mcp_demo_greet']"],
+}
+
+
+def pages_with_python() -> list[str]:
+    return sorted(
+        page.name
+        for page in DOCS.glob("*.md")
+        if FENCE.search(page.read_text(encoding="utf-8")) is not None
+    )
+
+
+def test_the_pages_with_python_blocks_are_known() -> None:
+    pages = set(pages_with_python())
+    assert "configuration.md" in pages
+    assert pages <= OWN_TESTS | set(PRINTS), (
+        f"add what the python blocks of {sorted(pages - OWN_TESTS - set(PRINTS))} print to PRINTS"
+    )
+
+
+@pytest.mark.parametrize("page", sorted(set(pages_with_python()) - OWN_TESTS))
+def test_every_snippet_of_the_page_runs(page: str, tmp_path: Path) -> None:
+    blocks = FENCE.findall((DOCS / page).read_text(encoding="utf-8"))
+    program = tmp_path / "page.py"
+    program.write_text("\n\n".join(blocks), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    lines = done.stdout.splitlines()
+    for expected in PRINTS.get(page, ["(the page is not in PRINTS)"]):
+        assert expected in lines, f"{page} did not print {expected!r}:\n{done.stdout}"

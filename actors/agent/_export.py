@@ -18,10 +18,13 @@ so one bad tool never fails a whole request. What was changed to fit is reported
   ``description_overflow="refuse"``, the tool is refused); a tool without a description uses its
   title;
 - OpenAI takes at most 128 tools per request: the tools past that (in name order) are refused;
-- ``strict=True`` (OpenAI) marks a tool strict only if its schema follows the strict-mode rules
-  (:class:`StrictRules`: every object closed with ``additionalProperties: false`` and every
-  property required, a conservative set of keywords, bounded nesting, properties and enum
-  values); other tools are sent without strict mode, and that is reported.
+- ``strict=True`` (OpenAI) sends each tool's schema rewritten for strict mode
+  (:func:`~._strict.to_strict_schema`: every object closed, optional properties required and
+  nullable, the keywords strict mode does not take moved into descriptions), reported as an
+  adjustment; a tool whose schema strict mode cannot express (:class:`StrictRules`) is sent
+  without strict mode, with the reason. The model then sends ``null`` for a property it leaves
+  out: :func:`~._strict.drop_omitted_nulls` (and the round-trip helpers of
+  :mod:`~._providers`) remove those before the call.
 
 Tools come out sorted by name, so the same tool set always gives the same request (prompt
 caches stay warm). The schemas are deep copies: the host may change them freely.
@@ -39,6 +42,7 @@ import attrs
 from ..runtime._registry import RegisteredTool
 from ..runtime._toolcheck import check_input_schema
 from ._catalog import ModelTool
+from ._strict import DEFAULT_STRICT_RULES, StrictRules, to_strict_schema
 
 __all__ = [
     "ANTHROPIC_LIMITS",
@@ -87,40 +91,6 @@ OPENAI_LIMITS: Final = ProviderLimits(
 )
 #: Anthropic tool use (Messages API).
 ANTHROPIC_LIMITS: Final = ProviderLimits(provider="Anthropic")
-
-
-@attrs.frozen(kw_only=True)
-class StrictRules:
-    """The schema rules a tool must follow to be sent with OpenAI's ``strict: true``.
-
-    Deliberately conservative (the smallest documented set): a tool outside them is sent
-    without strict mode, which the provider always takes.
-    """
-
-    keywords: frozenset[str] = frozenset(
-        {
-            "type",
-            "properties",
-            "required",
-            "additionalProperties",
-            "items",
-            "enum",
-            "const",
-            "anyOf",
-            "description",
-            "title",
-            "$ref",
-            "$defs",
-            "definitions",
-        }
-    )
-    max_depth: int = 5
-    max_properties: int = 100
-    max_enum_values: int = 500
-
-
-#: The default strict-mode rules.
-DEFAULT_STRICT_RULES: Final = StrictRules()
 
 
 @attrs.frozen(kw_only=True)
@@ -229,55 +199,6 @@ class _Exporter:
         return schema
 
 
-def _strict_problem(schema: Mapping[str, Any], rules: StrictRules) -> str | None:
-    """Why ``schema`` cannot be sent as strict, or None when it can."""
-    properties = 0
-    enum_values = 0
-    stack: list[tuple[Any, str, int]] = [(schema, "$", 1)]
-    while stack:
-        node, path, depth = stack.pop()
-        if isinstance(node, bool):
-            return f"{path} is a boolean schema"
-        if not isinstance(node, Mapping):
-            continue
-        if depth > rules.max_depth:
-            return f"nested deeper than {rules.max_depth} levels"
-        unknown = sorted(set(node) - rules.keywords)
-        if unknown:
-            return f"{path} uses {', '.join(map(repr, unknown))}, which strict mode does not take"
-        props = node.get("properties")
-        types = node.get("type")
-        is_object = types == "object" or (isinstance(types, list) and "object" in types)
-        if is_object or isinstance(props, Mapping):
-            names = set(props) if isinstance(props, Mapping) else set()
-            if node.get("additionalProperties") is not False:
-                return f"{path} does not set additionalProperties to false"
-            if set(node.get("required", ())) != names:
-                return f"{path} does not list every property in 'required'"
-            properties += len(names)
-            if isinstance(props, Mapping):
-                stack.extend(
-                    (sub, f"{path}.properties.{key}", depth + 1) for key, sub in props.items()
-                )
-        if isinstance(node.get("enum"), list):
-            enum_values += len(node["enum"])
-        for keyword in ("$defs", "definitions"):
-            defs = node.get(keyword)
-            if isinstance(defs, Mapping):
-                stack.extend((sub, f"{path}.{keyword}.{key}", depth) for key, sub in defs.items())
-        items = node.get("items")
-        if items is not None:
-            stack.append((items, f"{path}.items", depth + 1))
-        any_of = node.get("anyOf")
-        if isinstance(any_of, list):
-            stack.extend((sub, f"{path}.anyOf[{i}]", depth) for i, sub in enumerate(any_of))
-    if properties > rules.max_properties:
-        return f"more than {rules.max_properties} properties"
-    if enum_values > rules.max_enum_values:
-        return f"more than {rules.max_enum_values} enum values"
-    return None
-
-
 _Builder = Callable[[str, str | None, dict[str, Any], "_Exporter"], dict[str, Any]]
 
 
@@ -338,8 +259,9 @@ def to_openai_tools(
     ``api="chat"`` gives ``{"type": "function", "function": {"name", "description",
     "parameters"}}``; ``api="responses"`` gives the flat ``{"type": "function", "name", ...}``
     with ``strict`` always present (that API assumes strict when it is absent). With
-    ``strict=True`` each tool whose schema follows ``strict_rules`` gets ``strict: true``; the
-    others get ``strict: false`` and an adjustment. Never raises for any tool.
+    ``strict=True`` each tool whose schema strict mode can express (within ``strict_rules``)
+    gets its schema rewritten for it and ``strict: true``; the others get ``strict: false``;
+    both are reported in ``adjusted``. Never raises for any tool.
     """
     if api not in ("chat", "responses"):
         raise ValueError(f"unknown OpenAI API {api!r}: use 'chat' or 'responses'")
@@ -353,12 +275,20 @@ def to_openai_tools(
         function["parameters"] = schema
         is_strict: bool | None = None
         if strict:
-            problem = _strict_problem(schema, strict_rules)
-            is_strict = problem is None
-            if problem is not None:
+            conversion = to_strict_schema(schema, strict_rules)
+            is_strict = conversion.schema is not None
+            if conversion.schema is None:
                 exporter.adjusted.append(
-                    ExportAdjustment(name=name, change=f"sent without strict mode: {problem}")
+                    ExportAdjustment(
+                        name=name, change=f"sent without strict mode: {conversion.problem}"
+                    )
                 )
+            else:
+                function["parameters"] = conversion.schema
+                if conversion.changes:
+                    exporter.adjusted.append(
+                        ExportAdjustment(name=name, change=f"strict mode: {conversion.summary}")
+                    )
         if api == "responses":
             return {"type": "function", **function, "strict": bool(is_strict)}
         if is_strict is not None:

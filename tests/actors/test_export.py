@@ -223,18 +223,21 @@ STRICT_OK: dict[str, Any] = {
 }
 
 
+OPTS_NULLABLE = {
+    "anyOf": [STRICT_OK["properties"]["opts"], {"type": "null"}],
+}
+
+
 @pytest.mark.parametrize(
-    ("schema", "why"),
+    ("schema", "sent", "change"),
     [
-        (STRICT_OK, None),
+        (STRICT_OK, STRICT_OK, None),
         (
             {**STRICT_OK, "required": ["path"]},
-            "$ does not list every property in 'required'",
+            {**STRICT_OK, "properties": {**STRICT_OK["properties"], "opts": OPTS_NULLABLE}},
+            "strict mode: 1 optional property made required and nullable (null means left out)",
         ),
-        (
-            {**STRICT_OK, "additionalProperties": True},
-            "$ does not set additionalProperties to false",
-        ),
+        ({**STRICT_OK, "additionalProperties": True}, STRICT_OK, None),
         (
             {
                 **STRICT_OK,
@@ -243,22 +246,36 @@ STRICT_OK: dict[str, Any] = {
                     "path": {"type": "string", "minLength": 1},
                 },
             },
-            "$.properties.path uses 'minLength', which strict mode does not take",
+            {
+                **STRICT_OK,
+                "properties": {
+                    **STRICT_OK["properties"],
+                    "path": {"type": "string", "description": "(minLength: 1)"},
+                },
+            },
+            "strict mode: moved into descriptions: minLength",
+        ),
+        (
+            {**STRICT_OK, "properties": {**STRICT_OK["properties"], "tags": {"type": "object"}}},
+            None,
+            "sent without strict mode: $.properties.tags is an object with arbitrary keys, "
+            "which strict mode cannot express",
         ),
     ],
 )
-def test_strict_mode_only_for_schemas_that_follow_its_rules(schema: Any, why: str | None) -> None:
+def test_strict_mode_rewrites_what_it_can_express(
+    schema: Any, sent: Any, change: str | None
+) -> None:
     tools = _tools(_reg("mcp_x", schema=schema))
     result = to_openai_tools(tools, strict=True)
-    assert result.tools[0]["function"]["strict"] is (why is None)
-    expected = (
-        ()
-        if why is None
-        else (ExportAdjustment(name="mcp_x", change=f"sent without strict mode: {why}"),)
-    )
+    function = result.tools[0]["function"]
+    assert function["strict"] is (sent is not None)
+    assert function["parameters"] == (schema if sent is None else sent)
+    expected = () if change is None else (ExportAdjustment(name="mcp_x", change=change),)
     assert result.adjusted == expected
     responses = to_openai_tools(tools, strict=True, api="responses")
-    assert responses.tools[0]["strict"] is (why is None)
+    assert responses.tools[0]["strict"] is (sent is not None)
+    assert responses.tools[0]["parameters"] == function["parameters"]
 
 
 def test_strict_rules_bound_depth() -> None:

@@ -22,12 +22,22 @@ and ``notifications/resources/updated`` first drop what they make stale from the
 cache (:meth:`~trio_mcp.actors.runtime._cache.CacheLease.on_notification`, the one entry point
 for every path a notification takes), in the dispatcher's own task, before anything else sees
 it.
+
+When the host allows tasks (2025-11-25), the dispatcher also owns the connection's table of the
+tasks the client runs for the server (:class:`~trio_mcp.actors.runtime._taskserve.ClientTasks`):
+a task-augmented ``sampling/createMessage`` or ``elicitation/create`` is answered with a task at
+once and its callback runs in a handler task that reports its end through the mailbox
+(:class:`ClientTaskEnded`); ``tasks/get``, ``tasks/list`` and ``tasks/cancel`` are decided here
+and only sent by a handler task, ``tasks/result`` waits in one; tasks whose ``ttl`` passed are
+dropped between two messages.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import math
 from collections.abc import Mapping
 from typing import Any, Final, Protocol, TypeAlias
 
@@ -51,6 +61,14 @@ from ._callbacks import HostCallbacks
 from ._events import ListChanged, ResourceUpdated, ServerLogged, TaskStatusChanged
 from ._inputs import answer_input
 from ._pending import DRAIN_LIMIT
+from ._taskserve import (
+    TASK_METHODS,
+    ClientTaskEnded,
+    ClientTasks,
+    TaskReply,
+    run_client_task,
+    status_notification,
+)
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -95,7 +113,9 @@ class ModernSession:
     """The session speaks 2026-07-28, where servers send no requests: refuse to answer any."""
 
 
-DispatchItem: TypeAlias = Request | Notification | StderrLine | Answered | ModernSession
+DispatchItem: TypeAlias = (
+    Request | Notification | StderrLine | Answered | ModernSession | ClientTaskEnded
+)
 
 
 class EventPublisher(Protocol):
@@ -120,6 +140,8 @@ class Dispatcher:
     relist: RelistSink
     #: The session's lease of the server's result cache (None: results are not cached).
     cache: CacheLease | None = None
+    #: The tasks the client runs for the server (None: the client runs none).
+    tasks: ClientTasks | None = None
     inbox: trio.MemorySendChannel[DispatchItem] = attrs.field(init=False)
     _mailbox: trio.MemoryReceiveChannel[DispatchItem] = attrs.field(init=False)
     _inbound: dict[RequestId, trio.CancelScope] = attrs.field(factory=dict, init=False)
@@ -141,7 +163,7 @@ class Dispatcher:
             task_status.started()
             mailbox = self._mailbox
             while True:
-                self._handle(await mailbox.receive())
+                self._handle(await self._receive())
                 # what is ready now, at most DRAIN_LIMIT items as the table takes: the rest
                 # after a schedule point (the next receive), so that a flood of notifications
                 # holds the event loop briefly
@@ -151,6 +173,15 @@ class Dispatcher:
                     except trio.WouldBlock:
                         break
                     self._handle(item)
+
+    async def _receive(self) -> DispatchItem:
+        """The next item, dropping the client's tasks whose ``ttl`` passes meanwhile."""
+        tasks = self.tasks
+        while True:
+            with trio.move_on_at(math.inf if tasks is None else tasks.next_expiry()):
+                return await self._mailbox.receive()
+            assert tasks is not None
+            tasks.expire(trio.current_time())
 
     def _handle(self, item: DispatchItem) -> None:
         match item:
@@ -169,6 +200,11 @@ class Dispatcher:
                 self._inbound.pop(request_id, None)
             case ModernSession():
                 self._answers_requests = False
+            case ClientTaskEnded():
+                if self.tasks is not None:
+                    changed = self.tasks.ended(item)
+                    if changed is not None:
+                        self._notify(status_notification(changed))
 
     # ------------------------------------------------------------------ server requests
 
@@ -187,19 +223,48 @@ class Dispatcher:
                 request.id,
             )
             return
+        reply: TaskReply | None = None
+        if self.tasks is not None:
+            if self.tasks.takes(request):
+                self._start_task(request, self.tasks)
+                return
+            if request.method in TASK_METHODS:
+                reply = self.tasks.answer(request)
+                if reply.changed is not None:
+                    self._notify(status_notification(reply.changed))
         if len(self._inbound) >= MAX_INBOUND_REQUESTS:
             self._refuse(request)
             return
         scope = trio.CancelScope()
         self._inbound[request.id] = scope
-        self._handlers.start_soon(self._serve, request, scope)
+        self._handlers.start_soon(self._serve, request, scope, reply)
 
-    async def _serve(self, request: Request, scope: trio.CancelScope) -> None:
-        """One server request, in a task of its own: answer it from the host's callback."""
+    def _start_task(self, request: Request, tasks: ClientTasks) -> None:
+        """Run a task-augmented request as a task of the client (or refuse it: too many)."""
+        assert self._handlers is not None
+        try:
+            task = tasks.create(request)
+        except RpcError as exc:
+            self._refuse(request, str(exc.args[0]))
+            return
+        runner = functools.partial(
+            run_client_task,
+            server=self.server,
+            callbacks=self.callbacks,
+            transport=self.transport,
+            report=self.inbox,
+        )
+        self._handlers.start_soon(runner, task, request)
+
+    async def _serve(
+        self, request: Request, scope: trio.CancelScope, reply: TaskReply | None = None
+    ) -> None:
+        """One server request, in a task of its own: answer it from the host's callback (or
+        with ``reply``, what the dispatcher decided about one of the client's tasks)."""
         try:
             with scope:
                 try:
-                    result = await self._answer(request)
+                    result = await (self._answer(request) if reply is None else reply.resolve())
                 except RpcError as exc:
                     await self._send(
                         _error(request.id, exc.code, str(exc.args[0]) if exc.args else "")
@@ -218,26 +283,35 @@ class Dispatcher:
         finally:
             await self.inbox.send(Answered(request_id=request.id))
 
-    def _refuse(self, request: Request) -> None:
-        """Answer a server request past :data:`MAX_INBOUND_REQUESTS` with an error, here and
-        now, or drop the answer when the transport cannot take it at once: a server that floods
-        us with requests never makes us hold a task (or a frame) for each one."""
-        frame = _error(
-            request.id,
-            -32603,
-            f"too many concurrent requests from the server (the client handles "
-            f"{MAX_INBOUND_REQUESTS} at once): send it again once others are answered",
-        )
+    def _refuse(self, request: Request, why: str | None = None) -> None:
+        """Answer a server request past :data:`MAX_INBOUND_REQUESTS` (or one the table of the
+        client's tasks has no room for: ``why``) with an error, here and now, or drop the answer
+        when the transport cannot take it at once: a server that floods us with requests never
+        makes us hold a task (or a frame) for each one."""
+        if why is None:
+            why = (
+                f"too many concurrent requests from the server (the client handles "
+                f"{MAX_INBOUND_REQUESTS} at once): send it again once others are answered"
+            )
+        frame = _error(request.id, -32603, why)
         try:
             self.transport.send_nowait(frame)
         except (trio.WouldBlock, TransportError) as exc:
             self._log.warning(
-                "too many concurrent requests from the server: %s %r refused, and the refusal "
-                "was dropped (%s)",
+                "%s: %s %r refused, and the refusal was dropped (%s)",
+                why,
                 request.method,
                 request.id,
                 "the outbox is full" if isinstance(exc, trio.WouldBlock) else exc,
             )
+
+    def _notify(self, frame: bytes) -> None:
+        """Send a notification now if the outbox takes it (best effort: a task's status
+        notification is optional, the server polls)."""
+        try:
+            self.transport.send_nowait(frame)
+        except (trio.WouldBlock, TransportError) as exc:
+            self._log.debug("a notification to the server was dropped: %r", exc)
 
     async def _send(self, frame: bytes) -> None:
         try:

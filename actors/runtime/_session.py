@@ -153,7 +153,7 @@ from ._pending import (
 )
 from ._registry import ToolRefusal
 from ._subscriptions import LISTEN, ResourceSubscriptions, Subscriber, listen_filter, subscribes
-from ._taskserve import client_tasks_capability
+from ._taskserve import client_tasks, client_tasks_capability
 from ._toolcheck import check_listing, json_size
 
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
@@ -327,6 +327,7 @@ class Session:
             events=self.events,
             relist=self._relist_send,
             cache=self.cache,
+            tasks=client_tasks(self.runtime, self.callbacks, self.server),
         )
         # Only a transport that holds its frames meanwhile can have a new HTTP session made
         # for it; on any other the table ends the connection at the first expiry.

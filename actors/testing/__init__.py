@@ -20,6 +20,7 @@ from ._fakes import (
     FakeResourceTemplate,
     FakeServer,
     FakeSkill,
+    FakeTask,
     FakeTool,
     ToolContext,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "FakeResourceTemplate",
     "FakeServer",
     "FakeSkill",
+    "FakeTask",
     "FakeTool",
     "ToolContext",
     "chaos_transport_factory",

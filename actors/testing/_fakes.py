@@ -85,7 +85,7 @@ from ...protocol._jsonrpc import (
     classify,
     serialize,
 )
-from ...protocol._methods import CACHEABLE_METHODS, SKILLS_EXTENSION, encode
+from ...protocol._methods import CACHEABLE_METHODS, SKILLS_EXTENSION, TASKS_EXTENSION, encode
 from ...protocol._types import CallToolResult, ToolAnnotations
 from ...protocol._versions import (
     LATEST_LEGACY,
@@ -116,6 +116,8 @@ from ._fakeskills import (
     spec_file_map,
     spec_skill,
 )
+from ._faketasks import TASK_METHODS, FakeTask, task_call
+from ._faketasks import answer as answer_task
 
 __all__ = [
     "FakeHeaderTransport",
@@ -124,6 +126,7 @@ __all__ = [
     "FakeResourceTemplate",
     "FakeServer",
     "FakeSkill",
+    "FakeTask",
     "FakeTool",
     "ToolContext",
 ]
@@ -182,6 +185,10 @@ class FakeTool:
     that raises :class:`RpcError` makes the call a JSON-RPC error with its code; any other
     exception makes it a tool error (``isError: true`` with ``"<Type>: <message>"``). ``delay``
     seconds pass (``trio.sleep``) before the handler runs.
+
+    ``task_support`` (``"optional"`` or ``"required"``; listed as ``execution.taskSupport``)
+    makes a task-augmented call of the tool a task (:class:`FakeTask`): it works ``delay``
+    seconds (``math.inf``: until the test ends it), then completes with the tool's result.
     """
 
     name: str
@@ -193,6 +200,7 @@ class FakeTool:
     title: str | None = None
     output_schema: Mapping[str, Any] | None = None
     delay: float = 0.0
+    task_support: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The tool as ``tools/list`` lists it."""
@@ -208,6 +216,8 @@ class FakeTool:
             out["annotations"] = encode(self.annotations)
         elif self.annotations is not None:
             out["annotations"] = dict(self.annotations)
+        if self.task_support is not None:
+            out["execution"] = {"taskSupport": self.task_support}
         return out
 
 
@@ -355,6 +365,10 @@ def _result_map(values: Mapping[str, CannedResult]) -> dict[str, CannedResult]:
 
 
 def _any_map(values: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(values)
+
+
+def _text_map(values: Mapping[str, str]) -> dict[str, str]:
     return dict(values)
 
 
@@ -535,6 +549,8 @@ class ToolContext:
     params: Mapping[str, Any] = attrs.field(factory=dict)
     #: The HTTP headers the request came with (a fake with ``http_headers``; else None).
     headers: Mapping[str, str] | None = None
+    #: The task this call runs as (a task-augmented call of a tool with ``task_support``).
+    task: FakeTask | None = None
     _cancelled: bool = attrs.field(default=False, init=False)
 
     @property
@@ -680,10 +696,16 @@ class FakeServer:
     keys (``"promptsListChanged"``...) and resource URIs a 2026-07-28 ``subscriptions/listen``
     is not honoured for (left out of the acknowledgement, never notified).
 
+    Tasks: a tool with ``task_support`` makes the fake a task server in its era (2025-11-25
+    ``tasks``, or the 2026-07-28 tasks extension): see :class:`FakeTask`. ``task_ttl_ms`` and
+    ``task_poll_ms`` are what its tasks say of their ``ttl`` and polling interval,
+    ``task_messages`` their status messages; ``on_task`` sees each new one; the tasks are in
+    :attr:`tasks`.
+
     Records (read them in assertions): :attr:`connect_times`, :attr:`requests`,
     :attr:`notifications`, :attr:`cancellations`, :attr:`log_levels`,
     :attr:`invalid_frames`, :attr:`connections` (live), :attr:`served` (total),
-    :attr:`listens` and :attr:`open_listens`.
+    :attr:`listens`, :attr:`open_listens` and :attr:`tasks`.
     """
 
     name: str = "fake"
@@ -730,6 +752,16 @@ class FakeServer:
     skills: list[SkillEntryLike] = attrs.field(factory=list, converter=list)
     skills_directory_read: bool = False
     skill_file_overrides: dict[str, bytes] = attrs.field(factory=dict, converter=dict)
+    #: The ``ttl`` (ms; None: unlimited) and suggested polling interval (ms; None: not said) of
+    #: the fake's tasks.
+    task_ttl_ms: int | None = 60_000
+    task_poll_ms: int | None = 500
+    #: ``status -> message``: the status message a task has in that status unless it is
+    #: given one (``{"working": "on it"}``).
+    task_messages: dict[str, str] = attrs.field(factory=dict, converter=_text_map)
+    #: Called (synchronously) with each new task before it is answered: drive it from there
+    #: (``task.ask(...)``, ``task.working("...")``).
+    on_task: Callable[[FakeTask], None] | None = attrs.field(default=None, eq=False, repr=False)
     #: Bytes buffered toward the fake by each in-memory connection (the client end's frames go
     #: into the sink it was opened with: a session's mailbox).
     max_bytes: int = 256 * 1024
@@ -756,6 +788,8 @@ class FakeServer:
     headers_received: list[tuple[str, dict[str, str]]] = attrs.field(factory=list, init=False)
     #: Every ``subscriptions/listen`` received, in order.
     listens: list[ListenSeen] = attrs.field(factory=list, init=False)
+    #: The tasks made so far, by id (``t1``, ``t2``...), across connections.
+    tasks: dict[str, FakeTask] = attrs.field(factory=dict, init=False)
 
     _live: list[_Connection] = attrs.field(factory=list, init=False)
     _calls_answered: int = attrs.field(default=0, init=False)
@@ -1182,7 +1216,7 @@ class FakeServer:
         if method == "server/discover":
             result: dict[str, Any] = {
                 "supportedVersions": list(self.modern_versions),
-                "capabilities": self._capabilities(),
+                "capabilities": self._capabilities("modern"),
                 "_meta": {META_SERVER_INFO: {"name": self.name, "version": self.version}},
             }
             if self.instructions is not None:
@@ -1346,9 +1380,11 @@ class FakeServer:
         if method in _PAGED:
             attribute, key = _PAGED[method]
             return self._page(method, key, getattr(self, attribute), params)
+        if method in TASK_METHODS and self._task_tools():
+            return await answer_task(self, conn.era or "legacy", method, params, ctx)
         match method:
             case "tools/call":
-                return await self._call_tool(params, ctx)
+                return await self._call_tool(params, ctx, conn.era or "legacy")
             case "resources/read":
                 return self._read_resource(params)
             case "prompts/get":
@@ -1374,14 +1410,14 @@ class FakeServer:
         conn.protocol_version = version
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self._capabilities(),
+            "capabilities": self._capabilities("legacy"),
             "serverInfo": {"name": self.name, "version": self.version},
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
         return result
 
-    def _capabilities(self) -> dict[str, Any]:
+    def _capabilities(self, era: str) -> dict[str, Any]:
         if self.capabilities is not None:
             return dict(self.capabilities)
         caps: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
@@ -1395,7 +1431,16 @@ class FakeServer:
             caps.setdefault("resources", {"subscribe": True, "listChanged": True})
             settings = {"directoryRead": True} if self.skills_directory_read else {}
             caps["extensions"] = {SKILLS_EXTENSION: settings}
+        if self._task_tools():
+            if era == "modern":
+                caps["extensions"] = {**caps.get("extensions", {}), TASKS_EXTENSION: {}}
+            else:
+                caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
+
+    def _task_tools(self) -> bool:
+        """Whether some tool takes tasks (the fake is then a task server)."""
+        return any(isinstance(tool, FakeTool) and tool.task_support for tool in self.tools)
 
     def _page(
         self, method: str, key: str, entries: Sequence[Any], params: Mapping[str, Any]
@@ -1419,7 +1464,9 @@ class FakeServer:
                 return tool
         return None
 
-    async def _call_tool(self, params: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    async def _call_tool(
+        self, params: Mapping[str, Any], ctx: ToolContext, era: str = "legacy"
+    ) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str):
             raise _error(-32602, "tools/call needs a string 'name'")
@@ -1433,8 +1480,19 @@ class FakeServer:
             raise _error(-32602, f"Unknown tool: {name}")
         if isinstance(tool, Mapping):
             return _tool_result(_echo(arguments))
+        if tool.task_support is not None or "task" in params:
+            body = functools.partial(self._run_tool, tool, dict(arguments), ctx)
+            created = task_call(self, tool, params, era, ctx, body)
+            if created is not None:
+                return created
         if tool.delay:
             await trio.sleep(tool.delay)
+        return await self._run_tool(tool, arguments, ctx)
+
+    async def _run_tool(
+        self, tool: FakeTool, arguments: Mapping[str, Any], ctx: ToolContext
+    ) -> dict[str, Any]:
+        """The tool's result: its handler's, its canned one, or the echo."""
         if tool.handler is None:
             return _tool_result(_echo(arguments) if tool.result is None else tool.result)
         try:

@@ -714,7 +714,12 @@ async def test_host_callbacks_answer_roots_sampling_and_elicitation(autojump_clo
         "roots": {"listChanged": False},
         "sampling": {},
         "elicitation": {"form": {}},
-        "tasks": {},
+        # with sampling and elicitation callbacks, the client runs both as tasks when asked
+        "tasks": {
+            "list": {},
+            "cancel": {},
+            "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
+        },
     }
 
 

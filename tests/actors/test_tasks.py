@@ -1,16 +1,16 @@
 """Tasks through the runtime, in both eras, on trio's virtual clock (exact times).
 
-The fake server plays a task server with :class:`TaskScript`: a ``tools/call`` creates a task
-that completes ``duration`` seconds later (by the virtual clock), ``tasks/get`` says where it is
-(with the script's poll interval), ``tasks/result`` / the detailed task give its result, and
-``tasks/cancel`` / ``tasks/update`` are recorded.
+The shipped fake server plays the task server (:class:`~trio_mcp.actors.testing.FakeTask`): the
+tool ``research`` takes tasks, each completes ``duration`` seconds after it was created (by the
+virtual clock) with ``report <task id>`` (or fails), ``tasks/get`` says where it is (with the
+fake's poll interval), and the fake records the polls, cancels and ``tasks/update`` answers.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import trio.testing
 from trio_mcp.actors.config import RetryPolicy, RuntimeConfig
 from trio_mcp.actors.runtime import HostCallbacks, Runtime, TaskStatusChanged, open_runtime
 from trio_mcp.actors.runtime._taskstore import TaskRecord, TaskStore
-from trio_mcp.actors.testing import FakeServer
+from trio_mcp.actors.testing import FakeServer, FakeTask, FakeTool, ToolContext
 from trio_mcp.protocol import (
     CallTimeout,
     ElicitRequestFormParams,
@@ -36,132 +36,56 @@ from trio_mcp.protocol._versions import META_CLIENT_CAPABILITIES
 
 Clock = trio.testing.MockClock
 
-LEGACY_CAPS: dict[str, Any] = {
-    "tools": {},
-    "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}},
+#: What the fake's tasks say in each status.
+MESSAGES = {status: f"{status} on it" for status in ("working", "completed", "input_required")}
+TOPIC: dict[str, Any] = {
+    "topic": {
+        "method": "elicitation/create",
+        "params": {
+            "message": "Which topic?",
+            "requestedSchema": {"type": "object", "properties": {"topic": {"type": "string"}}},
+        },
+    }
 }
-MODERN_CAPS: dict[str, Any] = {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}
 
 
-def tool(name: str, support: str | None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": name, "inputSchema": {"type": "object"}}
-    if support is not None:
-        entry["execution"] = {"taskSupport": support}
-    return entry
+def research(
+    support: str | None = "required", *, duration: float = 3.0, fail: bool = False
+) -> FakeTool:
+    """The task tool: ``report <task id>`` after ``duration`` s, or the error of a failure."""
 
-
-@attrs.define
-class TaskScript:
-    """The server side of tasks (see the module docstring)."""
-
-    era: str = "legacy"
-    duration: float = 3.0
-    poll_ms: int | None = 500
-    #: the status while working ("input_required" asks for an elicitation, modern)
-    asking: bool = False
-    fail: bool = False
-    created: dict[str, float] = attrs.field(factory=dict)
-    cancelled: list[str] = attrs.field(factory=list)
-    updates: list[dict[str, Any]] = attrs.field(factory=list)
-    gets: list[float] = attrs.field(factory=list)
-    calls: list[Mapping[str, Any]] = attrs.field(factory=list)
-
-    def status(self, task_id: str) -> str:
-        if task_id in self.cancelled:
-            return "cancelled"
-        if self.asking and not self.updates:
-            return "input_required"
-        done = trio.current_time() >= self.created[task_id] + self.duration
-        if not done:
-            return "working"
-        return "failed" if self.fail else "completed"
-
-    def fields(self, task_id: str) -> dict[str, Any]:
-        status = self.status(task_id)
-        out: dict[str, Any] = {
-            "taskId": task_id,
-            "status": status,
-            "statusMessage": f"{status} on it",
-            "createdAt": "2026-01-01T00:00:00Z",
-            "lastUpdatedAt": "2026-01-01T00:00:00Z",
-        }
-        if self.era == "legacy":
-            out["ttl"] = 60_000
-            if self.poll_ms is not None:
-                out["pollInterval"] = self.poll_ms
-        else:
-            out["ttlMs"] = 60_000
-            if self.poll_ms is not None:
-                out["pollIntervalMs"] = self.poll_ms
-        return out
-
-    def call(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        self.calls.append(params)
-        task_id = f"t{len(self.created) + 1}"
-        self.created[task_id] = trio.current_time()
-        if self.era == "legacy":
-            assert params.get("task") == {}
-            return {"task": self.fields(task_id)}
-        return {**self.fields(task_id), "resultType": "task"}
-
-    def get(self, params: dict[str, Any]) -> dict[str, Any]:
-        task_id = params["taskId"]
-        if task_id not in self.created:
-            raise RpcError.from_error(-32602, f"unknown task {task_id}")
-        self.gets.append(trio.current_time())
-        out = self.fields(task_id)
-        if self.era == "modern":
-            if out["status"] == "completed":
-                out["result"] = {"content": [{"type": "text", "text": f"report {task_id}"}]}
-            elif out["status"] == "failed":
-                out["error"] = {"code": -32603, "message": "the research broke"}
-            elif out["status"] == "input_required":
-                out["inputRequests"] = {
-                    "topic": {
-                        "method": "elicitation/create",
-                        "params": {
-                            "message": "Which topic?",
-                            "requestedSchema": {
-                                "type": "object",
-                                "properties": {"topic": {"type": "string"}},
-                            },
-                        },
-                    }
-                }
-        return out
-
-    def result(self, params: dict[str, Any]) -> dict[str, Any]:
-        task_id = params["taskId"]
-        if self.fail:
+    def report(arguments: dict[str, Any], ctx: ToolContext) -> str:
+        if fail:
             raise RpcError.from_error(-32603, "the research broke")
-        return {"content": [{"type": "text", "text": f"report {task_id}"}]}
+        return f"report {ctx.task.task_id}" if ctx.task is not None else "now"
 
-    def cancel(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.cancelled.append(params["taskId"])
-        return self.fields(params["taskId"]) if self.era == "legacy" else {}
+    return FakeTool("research", task_support=support, delay=duration, handler=report)
 
-    def update(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.updates.append(params)
-        return {}
 
-    def server(self, *tools: dict[str, Any], **options: Any) -> FakeServer:
-        results: dict[str, Any] = {
-            "tools/call": self.call,
-            "tasks/get": self.get,
-            "tasks/cancel": self.cancel,
-        }
-        if self.era == "legacy":
-            results["tasks/result"] = self.result
-        else:
-            results["tasks/update"] = self.update
-        return FakeServer(
-            name="tasks",
-            era=self.era,
-            tools=list(tools) or [tool("research", "required")],
-            capabilities=LEGACY_CAPS if self.era == "legacy" else MODERN_CAPS,
-            results=results,
-            **options,
-        )
+def task_server(
+    era: str = "legacy",
+    *tools: FakeTool,
+    duration: float = 3.0,
+    fail: bool = False,
+    poll_ms: int | None = 500,
+    **options: Any,
+) -> FakeServer:
+    return FakeServer(
+        name="tasks",
+        era=era,
+        tools=list(tools) or [research(duration=duration, fail=fail)],
+        task_poll_ms=poll_ms,
+        task_messages=MESSAGES,
+        **options,
+    )
+
+
+def calls(fake: FakeServer, method: str = "tools/call") -> list[Any]:
+    return [params for name, params in fake.requests if name == method]
+
+
+def cancelled(fake: FakeServer) -> list[str]:
+    return [task.task_id for task in fake.tasks.values() if task.cancelled_by_client]
 
 
 def config(fake: FakeServer, tmp_path: Path, **options: Any) -> RuntimeConfig:
@@ -183,8 +107,7 @@ async def ready(rt: Runtime) -> None:
 async def test_a_task_is_invisible_to_rt_call(
     era: str, tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(era=era)
-    fake = script.server()
+    fake = task_server(era)
     seen: list[ProgressNotificationParams] = []
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
@@ -193,30 +116,30 @@ async def test_a_task_is_invisible_to_rt_call(
         assert trio.current_time() - start == pytest.approx(3.0)
     assert result.text == "report t1"
     # polled every 0.5 s until the task had completed, 3 s after it was created
-    assert [g - start for g in script.gets] == pytest.approx([0.5 * n for n in range(1, 7)])
+    polls = fake.tasks["t1"].polls
+    assert [g - start for g in polls] == pytest.approx([0.5 * n for n in range(1, 7)])
     assert [p.message for p in seen] == ["working on it", "completed on it"]
     assert seen[0].meta == {
         "io.modelcontextprotocol/related-task": {"taskId": "t1"},
         "status": "working",
     }
-    assert script.cancelled == []
+    assert cancelled(fake) == []
     if era == "modern":
-        meta = script.calls[0]["_meta"]
+        meta = calls(fake)[0]["_meta"]
         assert meta[META_CLIENT_CAPABILITIES]["extensions"] == {TASKS_EXTENSION: {}}
     else:
-        assert "task" in script.calls[0]
+        assert "task" in calls(fake)[0] and calls(fake)[0]["task"] == {}
 
 
 async def test_the_client_declares_tasks_in_initialize(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript()
-    fake = script.server()
+    fake = task_server()
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
     init = next(params for method, params in fake.requests if method == "initialize")
     assert init is not None and init["capabilities"]["tasks"] == {}
-    fake = TaskScript().server()
+    fake = task_server()
     async with open_runtime(config(fake, tmp_path, tasks=False)) as rt:
         await ready(rt)
     init = next(params for method, params in fake.requests if method == "initialize")
@@ -226,18 +149,15 @@ async def test_the_client_declares_tasks_in_initialize(
 async def test_optional_and_forbidden_tools_are_ordinary_calls_unless_opted_in(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript()
-    fake = script.server(tool("maybe", "optional"), tool("never", None))
-    fake.results["tools/call"] = lambda params: (
-        script.call(params) if "task" in params else {"content": [{"type": "text", "text": "now"}]}
-    )
+    maybe = attrs.evolve(research("optional"), name="maybe")
+    fake = task_server("legacy", maybe, FakeTool("never", result="now"))
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         assert (await rt.call("mcp_tasks_maybe")).text == "now"
         assert (await rt.call("mcp_tasks_never")).text == "now"
         with pytest.raises(LocalProtocolError, match="taskSupport is 'forbidden'"):
             await rt.start_task("mcp_tasks_never")
-    assert script.created == {}
+    assert fake.tasks == {}
     async with open_runtime(config(fake, tmp_path, tasks_for_optional=True)) as rt:
         await ready(rt)
         assert (await rt.call("mcp_tasks_maybe")).text == "report t1"
@@ -246,49 +166,45 @@ async def test_optional_and_forbidden_tools_are_ordinary_calls_unless_opted_in(
 async def test_the_call_timeout_covers_the_whole_task_and_cancels_it(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(duration=100.0)
-    fake = script.server()
+    fake = task_server(duration=100.0)
     async with open_runtime(config(fake, tmp_path, timeout=2.2)) as rt:
         await ready(rt)
         start = trio.current_time()
         with pytest.raises(CallTimeout, match="covers the whole task; the task was cancelled"):
             await rt.call("mcp_tasks_research")
         assert trio.current_time() - start == pytest.approx(2.2)
-    assert script.cancelled == ["t1"]
+    assert cancelled(fake) == ["t1"]
 
 
 async def test_cancelling_the_caller_cancels_the_task(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(duration=100.0)
-    fake = script.server()
+    fake = task_server(duration=math.inf)  # until the test ends it: never
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         with trio.move_on_after(1.7):
             await rt.call("mcp_tasks_research")
-        assert script.cancelled == ["t1"]
+        assert cancelled(fake) == ["t1"]
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_a_failed_task_raises_task_failed(
     era: str, tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(era=era, fail=True, duration=1.0)
-    fake = script.server()
+    fake = task_server(era, fail=True, duration=1.0)
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         with pytest.raises(TaskFailed, match="the research broke") as caught:
             await rt.call("mcp_tasks_research")
     assert caught.value.status == "failed" and caught.value.task_id == "t1"
     assert isinstance(caught.value.__cause__, RpcError)
-    assert script.cancelled == []
+    assert cancelled(fake) == []
 
 
 async def test_the_default_poll_interval_and_status_notifications(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(poll_ms=None, duration=2.5)
-    fake = script.server()
+    fake = task_server(poll_ms=None, duration=2.5)
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         start = trio.current_time()
@@ -297,16 +213,14 @@ async def test_the_default_poll_interval_and_status_notifications(
 
                 async def nudge() -> None:
                     await trio.sleep(2.6)
-                    await fake.notify(
-                        "notifications/tasks/status", {**script.fields("t1"), "status": "completed"}
-                    )
+                    assert await fake.tasks["t1"].notify() == 1  # completed at 2.5
 
                 nursery.start_soon(nudge)
                 result = await rt.call("mcp_tasks_research")
             seen = [e for e in iter_ready(events) if isinstance(e, TaskStatusChanged)]
     assert result.text == "report t1"
     # every second without a suggestion; the notification at 2.6 s made it poll at once
-    assert [g - start for g in script.gets] == pytest.approx([1.0, 2.0, 2.6])
+    assert [g - start for g in fake.tasks["t1"].polls] == pytest.approx([1.0, 2.0, 2.6])
     assert seen == [
         TaskStatusChanged(
             server="tasks", task_id="t1", status="completed", status_message="completed on it"
@@ -326,8 +240,7 @@ def iter_ready(events: Any) -> list[Any]:
 async def test_legacy_progress_of_the_task_reaches_the_caller(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(duration=2.0)
-    fake = script.server()
+    fake = task_server(duration=2.0)
     seen: list[ProgressNotificationParams] = []
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
@@ -335,8 +248,9 @@ async def test_legacy_progress_of_the_task_reaches_the_caller(
 
             async def report() -> None:
                 await trio.sleep(0.2)
-                token = script.calls[0]["_meta"]["progressToken"]
-                await fake.notify("notifications/progress", {"progressToken": token, "progress": 7})
+                task = fake.tasks["t1"]
+                assert task.progress_token == calls(fake)[0]["_meta"]["progressToken"]
+                assert await task.progress(7) == 1
 
             nursery.start_soon(report)
             await rt.call("mcp_tasks_research", progress=seen.append)
@@ -346,8 +260,10 @@ async def test_legacy_progress_of_the_task_reaches_the_caller(
 async def test_modern_input_requests_are_answered_through_the_host_callbacks(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(era="modern", asking=True, duration=1.0)
-    fake = script.server()
+    def ask(task: FakeTask) -> None:
+        task.ask(TOPIC)  # input_required from the start, until tasks/update answers
+
+    fake = task_server("modern", duration=1.0, on_task=ask)
     asked: list[str] = []
 
     async def elicit(server: str, params: Any) -> dict[str, Any]:
@@ -361,18 +277,19 @@ async def test_modern_input_requests_are_answered_through_the_host_callbacks(
         result = await rt.call("mcp_tasks_research")
     assert result.text == "report t1"
     assert asked == ["Which topic?"]
-    assert [u["inputResponses"] for u in script.updates] == [
+    updates = calls(fake, "tasks/update")
+    assert [u["inputResponses"] for u in updates] == [
         {"topic": {"action": "accept", "content": {"topic": "trio"}}}
     ]
-    assert script.updates[0]["taskId"] == "t1"
+    assert updates[0]["taskId"] == "t1"
+    assert fake.tasks["t1"].responses == [updates[0]["inputResponses"]]
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_a_dropped_connection_does_not_lose_the_task(
     era: str, tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(era=era, duration=5.0)
-    fake = script.server()
+    fake = task_server(era, duration=5.0)
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         async with trio.open_nursery() as nursery:
@@ -386,14 +303,15 @@ async def test_a_dropped_connection_does_not_lose_the_task(
     assert result.text == "report t1"
     assert fake.served == 2  # reconnected once
     polled = [(p or {}).get("taskId") for method, p in fake.requests if method == "tasks/get"]
-    assert set(polled) == {"t1"} and len(script.created) == 1
+    assert set(polled) == {"t1"} and len(fake.tasks) == 1
 
 
 async def test_a_handle_is_persisted_and_resumed_after_a_restart(
     tmp_path: Path, autojump_clock: Clock
 ) -> None:
-    script = TaskScript(duration=10.0)
-    fake = script.server()
+    # The store's worker thread lets the virtual clock jump to the next deadline: the task
+    # works until the test ends it, and is kept without a ttl, whatever the clock says.
+    fake = task_server(duration=math.inf, task_ttl_ms=None)
     store = tmp_path / "tasks"
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
@@ -413,7 +331,8 @@ async def test_a_handle_is_persisted_and_resumed_after_a_restart(
         assert handle.tool == "mcp_tasks_research"
         with pytest.raises(CallTimeout, match="it goes on"):
             await handle.result(timeout=1.0)
-        assert script.cancelled == []
+        assert cancelled(fake) == []
+        fake.tasks["t1"].complete()  # with the tool's own result
         result = await handle.result()
         assert result.text == "report t1"
         assert await rt.stored_tasks() == ()
@@ -421,13 +340,12 @@ async def test_a_handle_is_persisted_and_resumed_after_a_restart(
 
 
 async def test_a_handle_can_be_cancelled(tmp_path: Path, autojump_clock: Clock) -> None:
-    script = TaskScript(duration=10.0, era="modern")
-    fake = script.server()
+    fake = task_server("modern", duration=math.inf, task_ttl_ms=None)  # as above
     async with open_runtime(config(fake, tmp_path)) as rt:
         await ready(rt)
         handle = await rt.start_task("mcp_tasks_research")
         await handle.cancel()
-        assert script.cancelled == ["t1"]
+        assert cancelled(fake) == ["t1"]
         assert await rt.stored_tasks() == ()
         with pytest.raises(TaskFailed, match="was cancelled"):
             await handle.result()
@@ -447,3 +365,31 @@ def test_the_store_writes_atomically_and_skips_what_is_not_a_record(tmp_path: Pa
     store.remove("s", "../../etc/passwd")
     store.remove("s", "../../etc/passwd")
     assert store.load() == ()
+
+
+async def test_modern_task_requests_over_http_name_the_task_in_mcp_name(
+    tmp_path: Path, autojump_clock: Clock
+) -> None:
+    def ask(task: FakeTask) -> None:
+        if task.task_id == "t1":
+            task.ask(TOPIC)
+
+    async def elicit(server: str, params: Any) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
+        return {"action": "accept", "content": {"topic": "trio"}}
+
+    # the fake takes each request's HTTP headers and checks them as a 2026-07-28 server does
+    forever = attrs.evolve(research(duration=math.inf), name="forever")
+    tools = (research(duration=1.0), forever)
+    fake = task_server("modern", *tools, http_headers=True, on_task=ask)
+    callbacks = HostCallbacks(elicitation=elicit)
+    async with open_runtime(config(fake, tmp_path), callbacks=callbacks) as rt:
+        await ready(rt)
+        assert (await rt.call("mcp_tasks_research")).text == "report t1"
+        handle = await rt.start_task("mcp_tasks_forever")
+        await handle.cancel()
+    sent = [(method, headers) for method, headers in fake.headers_received if "tasks/" in method]
+    assert {method for method, _ in sent} == {"tasks/get", "tasks/update", "tasks/cancel"}
+    for method, headers in sent:
+        assert headers["Mcp-Method"] == method
+        assert headers["Mcp-Name"] == ("t2" if method == "tasks/cancel" else "t1")

@@ -214,7 +214,12 @@ async def test_initialize_and_unknown_scenarios_only_connect(autojump_clock: Clo
         assert params is not None
         assert params["protocolVersion"] == "2025-11-25"
         assert params["clientInfo"]["name"] == "trio-mcp-conformance"
-        assert params["capabilities"] == {"elicitation": {"form": {}}, "tasks": {}}
+        tasks: dict[str, Any] = {
+            "list": {},
+            "cancel": {},
+            "requests": {"elicitation": {"create": {}}},
+        }
+        assert params["capabilities"] == {"elicitation": {"form": {}}, "tasks": tasks}
 
 
 async def test_tools_call_at_2026_07_28_speaks_it_without_a_handshake(

@@ -83,13 +83,16 @@ BASE_TOOLS = frozenset(
         "simulate-research-query",
     }
 )
-#: Registered when the client declares roots, sampling, and elicitation (form and url). The two
-#: ``-async`` variants also need the client ``tasks`` capability, which trio-mcp does not declare.
+#: Registered when the client declares roots, sampling, and elicitation (form and url); the two
+#: ``-async`` variants when it also declares it runs those requests as tasks (``tasks``, which
+#: the runtime declares for the callbacks the host has: test_tasks_everything.py calls them).
 CALLBACK_TOOLS = frozenset(
     {
         "get-roots-list",
         "trigger-elicitation-request",
+        "trigger-elicitation-request-async",
         "trigger-sampling-request",
+        "trigger-sampling-request-async",
         "trigger-url-elicitation",
     }
 )

@@ -6,11 +6,15 @@
   ``transports`` and ``protocol``.
 - Imports across layers and subpackages are relative; no generic top-level ``protocol`` /
   ``transports`` / ``actors`` module ever gets imported.
+- The public face (``trio_mcp/__init__.py``, the folder ``actors/_face``) re-exports the public
+  API of ``trio_mcp.actors`` and ``trio_mcp.protocol`` only, lazily: ``import trio_mcp`` and
+  ``import trio_mcp.protocol`` import no I/O library and no other layer.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -21,6 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("protocol", "transports", "actors")
 ORDER = {layer: rank for rank, layer in enumerate(LAYERS)}
+#: The folder that is the ``trio_mcp`` package itself (pyproject.toml's package-dir).
+FACE = ROOT / "actors" / "_face"
 #: What each part of ``actors`` may import (besides itself, ``transports`` and ``protocol``).
 ACTORS_ALLOWED = {
     "config": set(),
@@ -37,9 +43,12 @@ def test_protocol_imports_with_trio_blocked() -> None:
         import pkgutil, sys
         for name in ("trio", "httpx", "trio_websocket", "anyio", "outcome"):
             sys.modules[name] = None  # any import of it now raises ImportError
+        import trio_mcp
         import trio_mcp.protocol as protocol
         for info in pkgutil.iter_modules(protocol.__path__):
             __import__(f"trio_mcp.protocol.{info.name}")
+        # The face's names from the protocol load without trio too.
+        assert trio_mcp.McpError is protocol.McpError
         loaded = sorted(m for m in sys.modules if m.startswith("trio_mcp."))
         print(" ".join(loaded))
         """
@@ -89,7 +98,8 @@ def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
 
 
 def _files(layer: str) -> list[Path]:
-    return sorted((ROOT / layer).rglob("*.py"))
+    """The layer's modules; the face (``trio_mcp`` itself, not a part of ``actors``) aside."""
+    return sorted(path for path in (ROOT / layer).rglob("*.py") if not path.is_relative_to(FACE))
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -150,3 +160,49 @@ def test_no_generic_top_level_modules_loaded() -> None:
 
     del trio_mcp
     assert not set(LAYERS) & set(sys.modules)
+
+
+def test_the_face_reexports_only_the_public_packages() -> None:
+    # Statically: its only imports of trio-mcp code are of the two public package roots.
+    face = FACE / "__init__.py"
+    tree = ast.parse(face.read_text(encoding="utf-8"))
+    imported = {
+        (node.level, node.module)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level or node.module == "trio_mcp")
+    }
+    assert imported == {(1, "actors"), (1, "protocol")}
+    assert not [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.split(".")[0] in {"trio_mcp", *LAYERS}
+    ]
+    # At run time: each name is loaded from one of them, and is in its ``__all__``.
+    import trio_mcp
+
+    sources = trio_mcp._SOURCE
+    assert set(sources.values()) == {".actors", ".protocol"}
+    for name, source in sources.items():
+        package = importlib.import_module(source, "trio_mcp")
+        assert name in package.__all__, f"trio_mcp.{name}: not public in trio_mcp{source}"
+
+
+def test_importing_the_face_imports_no_layer() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import trio_mcp
+        print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in ("trio_mcp", "trio"))))
+        trio_mcp.open_runtime
+        print("trio" in sys.modules, "trio_mcp.actors" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "trio_mcp"
+    assert second == "True True"  # the first use loads the runtime

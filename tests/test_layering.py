@@ -6,9 +6,13 @@
   ``transports`` and ``protocol``.
 - Imports across layers and subpackages are relative; no generic top-level ``protocol`` /
   ``transports`` / ``actors`` module ever gets imported.
-- The public face (``trio_mcp/__init__.py``, the folder ``actors/_face``) re-exports the public
-  API of ``trio_mcp.actors`` and ``trio_mcp.protocol`` only, lazily: ``import trio_mcp`` and
-  ``import trio_mcp.protocol`` import no I/O library and no other layer.
+- The modules of the ``trio_mcp`` package itself (the folder ``actors/_face``): the public face
+  (``__init__.py``) re-exports the public API of ``trio_mcp.actors`` and ``trio_mcp.protocol``
+  only, and the pytest plugin uses ``trio_mcp.actors`` and ``trio_mcp.actors.testing`` only; both
+  lazily, so ``import trio_mcp``, ``import trio_mcp.protocol`` and loading the plugin import no
+  I/O library and no layer. (The plugin sits there, not in a part of ``actors``: importing any
+  module under ``trio_mcp.actors`` runs its ``__init__``, the whole runtime, at every pytest
+  start; and ``testing`` may not use ``runtime``, which its runtime fixture needs.)
 """
 
 from __future__ import annotations
@@ -162,24 +166,48 @@ def test_no_generic_top_level_modules_loaded() -> None:
     assert not set(LAYERS) & set(sys.modules)
 
 
-def test_the_face_reexports_only_the_public_packages() -> None:
-    # Statically: its only imports of trio-mcp code are of the two public package roots.
-    face = FACE / "__init__.py"
-    tree = ast.parse(face.read_text(encoding="utf-8"))
-    imported = {
-        (node.level, node.module)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.level or node.module == "trio_mcp")
-    }
-    assert imported == {(1, "actors"), (1, "protocol")}
-    assert not [
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-        if alias.name.split(".")[0] in {"trio_mcp", *LAYERS}
-    ]
-    # At run time: each name is loaded from one of them, and is in its ``__all__``.
+#: What each module of the ``trio_mcp`` package itself may import: public packages only.
+FACE_ALLOWED = {
+    "__init__.py": {"actors", "protocol"},
+    "pytest_plugin.py": {"actors", "actors.testing"},
+}
+
+
+def _absolute_imports(tree: ast.Module) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.append(node.module or "")
+    return names
+
+
+def test_the_face_imports_only_public_packages_and_only_when_used() -> None:
+    assert {path.name for path in FACE.glob("*.py")} == set(FACE_ALLOWED)
+    for name, allowed in FACE_ALLOWED.items():
+        tree = ast.parse((FACE / name).read_text(encoding="utf-8"))
+        relative = [
+            node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level
+        ]
+        assert {node.level for node in relative} == {1}, f"{name}: imports outside trio_mcp"
+        assert {node.module for node in relative} == allowed, f"{name}: imports another module"
+        absolute = [
+            target
+            for target in _absolute_imports(tree)
+            if target.split(".")[0] in {"trio_mcp", *LAYERS}
+        ]
+        assert not absolute, f"{name}: absolute imports of {absolute}"
+        # Nothing of trio-mcp at import time: under ``if TYPE_CHECKING:`` or in a function.
+        eager = [
+            node.lineno
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "trio_mcp")
+        ]
+        assert not eager, f"{name}:{eager}: imports trio-mcp code when it is imported"
+
+
+def test_the_face_reexports_public_names() -> None:
     import trio_mcp
 
     sources = trio_mcp._SOURCE
@@ -194,6 +222,7 @@ def test_importing_the_face_imports_no_layer() -> None:
         """
         import sys
         import trio_mcp
+        import trio_mcp.pytest_plugin
         print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in ("trio_mcp", "trio"))))
         trio_mcp.open_runtime
         print("trio" in sys.modules, "trio_mcp.actors" in sys.modules)
@@ -204,5 +233,5 @@ def test_importing_the_face_imports_no_layer() -> None:
     )
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.splitlines()
-    assert first == "trio_mcp"
+    assert first == "trio_mcp trio_mcp.pytest_plugin"
     assert second == "True True"  # the first use loads the runtime

@@ -2,9 +2,9 @@
 
 setuptools silently drops a package that is not listed in ``[tool.setuptools] packages`` (a nested
 folder, say), so this builds the real wheel and compares its file list with the source tree.
-``trio_mcp`` itself (the public face, ``import trio_mcp``) is the folder ``actors/_face``, mapped
-by ``package-dir``: its ``__init__.py`` is ``trio_mcp/__init__.py`` in the wheel, and nothing of
-it is under ``trio_mcp/actors``.
+``trio_mcp`` itself (the public face, ``import trio_mcp``, and the pytest plugin) is the folder
+``actors/_face``, mapped by ``package-dir``: its ``__init__.py`` is ``trio_mcp/__init__.py`` in
+the wheel, and nothing of it is under ``trio_mcp/actors``.
 """
 
 from __future__ import annotations
@@ -103,3 +103,12 @@ def test_console_script_is_declared(wheel: Path) -> None:
         text = zf.read(name).decode()
     assert "[console_scripts]" in text
     assert "trio-mcp = trio_mcp.actors.cli:main" in text
+
+
+def test_pytest_plugin_is_declared(wheel: Path, wheel_names: set[str]) -> None:
+    # pytest loads it wherever trio-mcp is installed (docs/testing.md).
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = zf.read(name).decode()
+    assert "[pytest11]\ntrio_mcp = trio_mcp.pytest_plugin\n" in text
+    assert "trio_mcp/pytest_plugin.py" in wheel_names

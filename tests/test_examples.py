@@ -173,6 +173,12 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "['python', 'pyret']" in lines
     assert "['memo://today']" in lines
     assert "updated: notes memo://today" in lines
+    assert lines[-4:] == [
+        "tools/list ok",
+        "mcp connect ready",
+        "tools/call greet ok",
+        "agent turn None",
+    ]
 
 
 # --------------------------------------------------------------------------- docs/testing.md

@@ -40,8 +40,8 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-MYPY := $(VENV)/bin/mypy -p trio_mcp.protocol -p trio_mcp.transports -p trio_mcp.actors \
-	&& $(VENV)/bin/mypy
+# -p trio_mcp: the package with the public face (trio_mcp/__init__.py) and every layer under it.
+MYPY := $(VENV)/bin/mypy -p trio_mcp && $(VENV)/bin/mypy
 
 typecheck: setup
 	$(MYPY)

@@ -208,6 +208,12 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "user None 2" in lines
     assert "data:image/png;base64," in lines
     assert "toolu_1 ['text', 'image']" in lines
+    assert lines[-4:] == [
+        "tools/list ok",
+        "mcp connect ready",
+        "tools/call greet ok",
+        "agent turn None",
+    ]
 
 
 # --------------------------------------------------------------------------- docs/testing.md

@@ -57,3 +57,51 @@ def test_public_names_come_from_the_layers_private_modules(name: str) -> None:
             where = value.__module__
             assert where.startswith(f"{name}."), f"{name}.{key}: {where}"
             assert where.rsplit(".", 1)[1].startswith("_"), f"{name}.{key}: {where}"
+
+
+# --------------------------------------------------------------------------- the public face
+
+
+def test_the_face_all_is_sorted_and_every_name_resolves() -> None:
+    import trio_mcp
+    import trio_mcp.actors
+    import trio_mcp.protocol
+
+    exported = list(trio_mcp.__all__)
+    assert exported == sorted(exported, key=_isort_key)
+    assert len(set(exported)) == len(exported)
+    assert set(exported) == set(trio_mcp._SOURCE)
+    for key in exported:
+        value = getattr(trio_mcp, key)
+        origin = trio_mcp.actors if trio_mcp._SOURCE[key] == ".actors" else trio_mcp.protocol
+        assert value is getattr(origin, key)
+    assert set(exported) <= set(dir(trio_mcp))
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        trio_mcp.nope  # noqa: B018
+
+
+def test_the_face_gives_what_a_host_starts_with() -> None:
+    import trio_mcp
+
+    assert trio_mcp.open_runtime.__module__ == "trio_mcp.actors.runtime._runtime"
+    assert trio_mcp.serve_runtime.__name__ == "serve_runtime"
+    server = trio_mcp.ServerConfig(name="fs", command="server-fs")
+    config = trio_mcp.RuntimeConfig(servers=(server,))
+    assert config.servers[0].transport_kind is trio_mcp.TransportKind.STDIO
+    namespace: dict[str, object] = {}
+    exec("from trio_mcp import *", namespace)
+    assert set(trio_mcp.__all__) <= set(namespace)
+
+
+def test_the_face_holds_the_whole_error_tree() -> None:
+    # Every error the runtime can raise is catchable as trio_mcp.<Name>: each McpError subclass
+    # that a layer exports (an error added to a layer must be added to the face).
+    import trio_mcp
+    from trio_mcp.protocol import McpError
+
+    for name in ("trio_mcp.protocol", "trio_mcp.transports", "trio_mcp.actors"):
+        module = importlib.import_module(name)
+        for key in module.__all__:
+            value = getattr(module, key)
+            if isinstance(value, type) and issubclass(value, McpError):
+                assert key in trio_mcp.__all__, f"{name}.{key} is not in trio_mcp.__all__"

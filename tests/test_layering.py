@@ -6,11 +6,19 @@
   ``transports`` and ``protocol``.
 - Imports across layers and subpackages are relative; no generic top-level ``protocol`` /
   ``transports`` / ``actors`` module ever gets imported.
+- The modules of the ``trio_mcp`` package itself (the folder ``actors/_face``): the public face
+  (``__init__.py``) re-exports the public API of ``trio_mcp.actors`` and ``trio_mcp.protocol``
+  only, and the pytest plugin uses ``trio_mcp.actors`` and ``trio_mcp.actors.testing`` only; both
+  lazily, so ``import trio_mcp``, ``import trio_mcp.protocol`` and loading the plugin import no
+  I/O library and no layer. (The plugin sits there, not in a part of ``actors``: importing any
+  module under ``trio_mcp.actors`` runs its ``__init__``, the whole runtime, at every pytest
+  start; and ``testing`` may not use ``runtime``, which its runtime fixture needs.)
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -21,6 +29,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("protocol", "transports", "actors")
 ORDER = {layer: rank for rank, layer in enumerate(LAYERS)}
+#: The folder that is the ``trio_mcp`` package itself (pyproject.toml's package-dir).
+FACE = ROOT / "actors" / "_face"
 #: What each part of ``actors`` may import (besides itself, ``transports`` and ``protocol``).
 ACTORS_ALLOWED = {
     "config": set(),
@@ -37,9 +47,12 @@ def test_protocol_imports_with_trio_blocked() -> None:
         import pkgutil, sys
         for name in ("trio", "httpx", "trio_websocket", "anyio", "outcome"):
             sys.modules[name] = None  # any import of it now raises ImportError
+        import trio_mcp
         import trio_mcp.protocol as protocol
         for info in pkgutil.iter_modules(protocol.__path__):
             __import__(f"trio_mcp.protocol.{info.name}")
+        # The face's names from the protocol load without trio too.
+        assert trio_mcp.McpError is protocol.McpError
         loaded = sorted(m for m in sys.modules if m.startswith("trio_mcp."))
         print(" ".join(loaded))
         """
@@ -89,7 +102,8 @@ def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
 
 
 def _files(layer: str) -> list[Path]:
-    return sorted((ROOT / layer).rglob("*.py"))
+    """The layer's modules; the face (``trio_mcp`` itself, not a part of ``actors``) aside."""
+    return sorted(path for path in (ROOT / layer).rglob("*.py") if not path.is_relative_to(FACE))
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -150,3 +164,74 @@ def test_no_generic_top_level_modules_loaded() -> None:
 
     del trio_mcp
     assert not set(LAYERS) & set(sys.modules)
+
+
+#: What each module of the ``trio_mcp`` package itself may import: public packages only.
+FACE_ALLOWED = {
+    "__init__.py": {"actors", "protocol"},
+    "pytest_plugin.py": {"actors", "actors.testing"},
+}
+
+
+def _absolute_imports(tree: ast.Module) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names.append(node.module or "")
+    return names
+
+
+def test_the_face_imports_only_public_packages_and_only_when_used() -> None:
+    assert {path.name for path in FACE.glob("*.py")} == set(FACE_ALLOWED)
+    for name, allowed in FACE_ALLOWED.items():
+        tree = ast.parse((FACE / name).read_text(encoding="utf-8"))
+        relative = [
+            node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level
+        ]
+        assert {node.level for node in relative} == {1}, f"{name}: imports outside trio_mcp"
+        assert {node.module for node in relative} == allowed, f"{name}: imports another module"
+        absolute = [
+            target
+            for target in _absolute_imports(tree)
+            if target.split(".")[0] in {"trio_mcp", *LAYERS}
+        ]
+        assert not absolute, f"{name}: absolute imports of {absolute}"
+        # Nothing of trio-mcp at import time: under ``if TYPE_CHECKING:`` or in a function.
+        eager = [
+            node.lineno
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "trio_mcp")
+        ]
+        assert not eager, f"{name}:{eager}: imports trio-mcp code when it is imported"
+
+
+def test_the_face_reexports_public_names() -> None:
+    import trio_mcp
+
+    sources = trio_mcp._SOURCE
+    assert set(sources.values()) == {".actors", ".protocol"}
+    for name, source in sources.items():
+        package = importlib.import_module(source, "trio_mcp")
+        assert name in package.__all__, f"trio_mcp.{name}: not public in trio_mcp{source}"
+
+
+def test_importing_the_face_imports_no_layer() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import trio_mcp
+        import trio_mcp.pytest_plugin
+        print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in ("trio_mcp", "trio"))))
+        trio_mcp.open_runtime
+        print("trio" in sys.modules, "trio_mcp.actors" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "trio_mcp trio_mcp.pytest_plugin"
+    assert second == "True True"  # the first use loads the runtime

@@ -35,6 +35,8 @@ from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, Permission
 from ._redact import REDACTED, looks_secret
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from ...transports._base import FrameSink, Transport
 
 __all__ = [
@@ -618,6 +620,10 @@ class RuntimeConfig:
     #: (``rt.start_task``) are kept, one ``0600`` file each, to resume them after a restart;
     #: None: ``<working_dir>/.trio-mcp/tasks``.
     task_store: Path | None = None
+    #: OpenTelemetry (docs/embedding.md "Tracing"): the ``TracerProvider`` the runtime's spans
+    #: go to; None: the global one (``opentelemetry.trace.set_tracer_provider``). Unused when
+    #: OpenTelemetry is not installed. Not part of the configuration's equality.
+    tracer_provider: TracerProvider | None = attrs.field(default=None, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.network_policy not in NETWORK_POLICIES:

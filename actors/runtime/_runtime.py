@@ -109,6 +109,7 @@ from ._skillwatch import SkillsView
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
 from ._tasks import TaskHandle, TaskRunner, task_mode
 from ._taskstore import TaskRecord, TaskStore
+from ._tracing import TRACING, start_call
 
 __all__ = [
     "USE_DEFAULT",
@@ -389,37 +390,56 @@ class Runtime:
         ``structuredContent``; it holds the ``result`` and the ``problems``) or
         :class:`RuntimeClosed`; all of them but :class:`ServerUnavailable` and
         :class:`RuntimeClosed` are :class:`CallError`.
+
+        With OpenTelemetry installed, the call is a span, current in this task while it runs
+        (docs/embedding.md "Tracing").
         """
+        span = start_call(self.config, name) if TRACING else None
         try:
-            self._check_open()
-            tool = await self.lookup(name, wait_ready=wait_ready)
-            session = await self._session_for(tool.server, wait_ready)
-        except McpError:
-            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            try:
+                self._check_open()
+                tool = await self.lookup(name, wait_ready=wait_ready)
+                session = await self._session_for(tool.server, wait_ready)
+            except McpError:
+                await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+                raise
+            if span is not None:
+                span.target(tool.server, tool.wire_name)
+            server = self._supervisors[tool.server].config
+            limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "call %s -> %s/%s %s",
+                    name,
+                    tool.server,
+                    tool.wire_name,
+                    redact(arguments or {}),
+                )
+            mode = task_mode(self.config, session, tool.tool, wanted=False)
+            if mode is not None:  # the server runs it as a task: followed to its end here
+                result = await self._tasks.call(
+                    session, tool.tool, arguments, mode=mode, timeout=limit, progress=progress
+                )
+            else:
+                result = await session.call_tool(
+                    tool.wire_name, arguments, timeout=limit, progress=progress
+                )
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "call %s done: isError=%s %s",
+                    name,
+                    bool(result.is_error),
+                    redact_text(result.text),
+                )
+            await self._check_output(tool, result)
+        except BaseException as exc:  # recorded on the span, raised as it is
+            if span is not None:
+                span.failed(exc)
+                span.end()
             raise
-        server = self._supervisors[tool.server].config
-        limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "call %s -> %s/%s %s", name, tool.server, tool.wire_name, redact(arguments or {})
-            )
-        mode = task_mode(self.config, session, tool.tool, wanted=False)
-        if mode is not None:  # the server runs it as a task: followed to its end here
-            result = await self._tasks.call(
-                session, tool.tool, arguments, mode=mode, timeout=limit, progress=progress
-            )
-        else:
-            result = await session.call_tool(
-                tool.wire_name, arguments, timeout=limit, progress=progress
-            )
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug(
-                "call %s done: isError=%s %s",
-                name,
-                bool(result.is_error),
-                redact_text(result.text),
-            )
-        await self._check_output(tool, result)
+        if span is not None:
+            span.succeeded(result)
+            span.end()
         return result
 
     async def _check_output(self, tool: RegisteredTool, result: CallToolResult) -> None:

@@ -155,6 +155,7 @@ from ._registry import ToolRefusal
 from ._subscriptions import LISTEN, ResourceSubscriptions, Subscriber, listen_filter, subscribes
 from ._taskserve import client_tasks, client_tasks_capability
 from ._toolcheck import check_listing, json_size
+from ._tracing import TRACING, listing_span, with_trace_context
 
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
 
@@ -918,6 +919,8 @@ class Session:
         envelope = self._envelope
         if envelope is not None or token is not None:
             params = _with_meta(params, envelope, token)
+        if TRACING:  # the current span's trace context, in _meta
+            params = with_trace_context(params)
         frame = serialize(Request(id=request_id, method=method, params=params))
         headers = (
             None
@@ -1175,8 +1178,12 @@ class Session:
     async def list_tools(self, *, cached: bool = False) -> Listing:
         """Every page of ``tools/list``, with the registration checks applied; ``cached``: the
         pages still fresh in the server's cache come from there (see :meth:`list_all`)."""
-        raw = await self.list_all("tools/list", "tools", cached=cached)
-        return await self._check_tools(raw)
+        with listing_span(self.runtime, self.server, "tools/list") as span:
+            raw = await self.list_all("tools/list", "tools", cached=cached)
+            listing = await self._check_tools(raw)
+            if span is not None:
+                span.listed(len(listing.tools), len(listing.refused))
+        return listing
 
     async def _check_tools(self, raw: list[Any]) -> Listing:
         """Apply the registration checks of :func:`check_listing` to a complete listing: the

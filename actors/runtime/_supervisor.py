@@ -109,6 +109,7 @@ from ._pending import ConnectionLost, PendingItem
 from ._registry import Registry, RegistryView, ReplaceTools, ToolRefusal, Withdrawn, WithdrawServer
 from ._session import Listing, Relisted, Session, SessionInfo
 from ._subscriptions import ResourceSubscriptions
+from ._tracing import ConnectSpan, parent_of, start_connect
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -355,6 +356,9 @@ class ServerSupervisor:
     _auth_override: AuthorizationRequired | None = attrs.field(default=None, init=False)
     #: The authorization failure that ended a READY connection whose tools are being withdrawn.
     _withdraw_auth: AuthorizationRequired | None = attrs.field(default=None, init=False)
+    #: The OpenTelemetry span of the running attempt until it is ready or has failed (None:
+    #: none, or not traced).
+    _attempt: ConnectSpan | None = attrs.field(default=None, init=False)
 
     # What other tasks read: replaced (never changed) on every change.
     _published: ServerStatus = attrs.field(init=False)
@@ -604,7 +608,9 @@ class ServerSupervisor:
             self._set_state(state, reason=self._last_error)
         era, version = self._start_era()
         lease = None if self._cache is None else self._cache.lend(self._generation)
-        self._tasks.start_soon(self._connection, self._generation, scope, era, version, lease)
+        self._attempt = start_connect(self.runtime, self.name, self._generation)
+        with parent_of(self._attempt):  # the attempt's task and its requests: in its span
+            self._tasks.start_soon(self._connection, self._generation, scope, era, version, lease)
 
     def _reclaim(self, generation: int) -> None:
         """The connection of ``generation`` has ended: its lease of the cache stops working."""
@@ -637,6 +643,9 @@ class ServerSupervisor:
             self._phase = "runtime"
         self._session = msg.session
         self._info = info = msg.session.info
+        if self._attempt is not None:
+            self._attempt.ready(info, len(msg.listing.tools))
+            self._attempt = None
         if info is not None and self.config.protocol == "auto":
             self._era = info.era
             self._era_version = info.protocol_version
@@ -666,6 +675,9 @@ class ServerSupervisor:
         if generation != self._generation or generation <= self._ended:
             return
         self._ended = generation
+        if self._attempt is not None:  # it ended before it was ready
+            self._attempt.failed(error)
+            self._attempt = None
         auth = self._auth_override or (error if isinstance(error, AuthorizationRequired) else None)
         self._auth_override = None
         reason = _describe(error if auth is None else auth)

@@ -827,6 +827,16 @@ class ServerSupervisor:
             self._running_scope = None
         if generation > self._ended:  # cancelled (stopping) before it could say how it ended
             self._lost(generation, ConnectError(f"server {self.name!r}: the connection ended"))
+        if (
+            self._asked_during_probe
+            and self._running is None
+            and self._state is ServerState.NEEDS_AUTH
+            and not self._stopping
+        ):
+            # The host asked (a login) after the attempt had failed but before its transport
+            # was closed: the attempt it asked for is due now.
+            self._asked_during_probe = self._quiet_probe = False
+            self._next_attempt_at = trio.current_time()
         if self._stopping:
             self._maybe_stopped()
 

@@ -209,6 +209,56 @@ async def test_login_signs_in_through_the_prompt_and_connects_at_once(
         assert not (await rt.call("mcp_web_t")).is_error
 
 
+class _Refusing:
+    """A transport whose every send fails as the server's ``auth`` would on a 401: the session
+    fails with ``error`` after the transport opened (as over HTTP, where the first POST is
+    refused); everything else is the inner transport's."""
+
+    def __init__(self, inner: Transport, error: AuthorizationRequired) -> None:
+        self._inner = inner
+        self._error = error
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def send_nowait(self, frame: bytes, request_id: object = None) -> None:
+        raise self._error
+
+    async def send(self, frame: bytes, request_id: object = None) -> None:
+        await trio.lowlevel.checkpoint()
+        raise self._error
+
+
+async def test_a_login_while_the_refused_transport_is_still_closing_connects_once_it_closed(
+    autojump_clock: trio.testing.MockClock, fake: FakeServer
+) -> None:
+    # NEEDS_AUTH is published when the attempt fails, before its transport has closed (an
+    # HTTP transport takes its close grace); a login in that window must not be lost: the
+    # attempt it asks for starts as soon as the transport is closed, not at the re-check.
+    oauth = FakeOAuth()
+    attempts: list[float] = []
+
+    @asynccontextmanager
+    async def slow_to_close(server: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+        attempts.append(trio.current_time())
+        sign_in = oauth.sign_ins[server.name]
+        refused = await sign_in.current_token() is None
+        async with fake.connect(sink) as transport:
+            try:
+                yield _Refusing(transport, sign_in.required()) if refused else transport  # type: ignore[misc]
+            finally:
+                if refused:
+                    with trio.CancelScope(shield=True):
+                        await trio.sleep(2)  # the close grace
+
+    async with open_runtime(config(), open_transport=slow_to_close, oauth=oauth.factories()) as rt:
+        assert (await rt.wait_ready())["web"].state is ServerState.NEEDS_AUTH
+        assert trio.current_time() == 0.0  # published before the transport closed
+        await rt.login("web", prompt=approve)
+        assert (await rt.wait_ready()).ready == ("web",)
+        assert attempts == [0.0, 2.0]  # at once after the close, not at the re-check (300)
+
+
 async def test_login_without_a_prompt_uses_the_hosts_callback_which_the_sign_in_gets_too(
     autojump_clock: trio.testing.MockClock, fake: FakeServer
 ) -> None:

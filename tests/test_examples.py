@@ -254,6 +254,7 @@ OWN_TESTS = frozenset({"embedding.md", "testing.md"})
 #: program, in an empty directory). A page with python blocks must be listed here: a block that
 #: is not a Python program belongs in another fence (```text, ```toml, ```sh...).
 PRINTS: dict[str, list[str]] = {
+    "architecture.md": ["fs True", "True"],
     "configuration.md": ["echo ['agent.yaml']", "['mcp_demo_greet']"],
 }
 

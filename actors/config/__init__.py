@@ -55,6 +55,11 @@ from ._policy import (
     Profile,
     parse_rules,
 )
+from ._shaping import (
+    NO_DEFAULT,
+    ArgumentShape,
+    ToolShape,
+)
 
 __all__ = [
     "CATALOG_SHAPES",
@@ -64,8 +69,10 @@ __all__ = [
     "DEFAULT_OFFLOAD_CHARS",
     "DEFAULT_RENDER_BUDGET",
     "MAX_BLOB_BYTES",
+    "NO_DEFAULT",
     "OAUTH_KEYS",
     "PROFILES",
+    "ArgumentShape",
     "CatalogShape",
     "ConfigShape",
     "ExtraServers",
@@ -82,6 +89,7 @@ __all__ = [
     "SecurityPolicy",
     "ServerConfig",
     "StoredApproval",
+    "ToolShape",
     "TransportKind",
     "approvals_path",
     "credentials_path",

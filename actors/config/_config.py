@@ -33,6 +33,7 @@ from ._backoff import RetryPolicy
 from ._oauth import oauth_problems
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
+from ._shaping import ToolShape, tool_shape_problems
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -324,6 +325,10 @@ class ServerConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     resources: bool = True
     skills: bool = False
+    #: How the server's tools look to the model: the server's tool name -> :class:`ToolShape`
+    #: (rename the tool or its arguments, hide arguments with fixed values, set defaults,
+    #: rewrite descriptions). Applied before the registration checks; calls are mapped back.
+    tool_shapes: Mapping[str, ToolShape] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         if self.oauth is not None and self.auth is None:
@@ -332,7 +337,7 @@ class ServerConfig:
         if problems:
             error = (
                 ConfigError
-                if all(key.startswith("oauth.") for key, _ in problems)
+                if all(key.startswith(("oauth.", "tools")) for key, _ in problems)
                 else McpTransportConfigError
             )
             raise error("; ".join(message for _, message in problems), problems=problems)
@@ -399,6 +404,11 @@ class ServerConfig:
                     "legacy HTTP+SSE transport (type 'sse'): use type 'http', or protocol "
                     "'auto' or 'legacy'",
                 )
+            )
+        if self.tool_shapes:
+            found.extend(
+                (key, f"server {name!r}: {message}")
+                for key, message in tool_shape_problems(self.tool_shapes)
             )
         if self.trust_level not in _TRUST_LEVELS:
             found.append(

@@ -67,6 +67,7 @@ from ._oauth import (
 )
 from ._policy import PROFILES, PermissionRule, parse_rules
 from ._redact import REDACTED
+from ._shaping import parse_tool_shapes, shape_view
 
 __all__ = [
     "CONFIG_FILE_NAME",
@@ -154,6 +155,7 @@ _COMMON_KEYS: Final = frozenset(
         "progress_resets_timeout",
         "max_call_time",
         "protocol",
+        "tools",
     }
 )
 _SHAPE_KEYS: Final[Mapping[ConfigShape, frozenset[str]]] = {
@@ -1039,6 +1041,11 @@ class _ServerReader:
             names = self.strings(key, expand=False)
             if names is not None:
                 options[key] = names
+        if data.get("tools") is not None:
+            shapes, shape_problems = parse_tool_shapes(data["tools"])
+            for keys, message in shape_problems:
+                self.bad(keys, message)
+            options["tool_shapes"] = shapes
         options["resources"] = self.flag("resources", True)
         options["skills"] = self.flag("skills", False)
         options["progress_resets_timeout"] = self.flag("progress_resets_timeout", False)
@@ -1498,6 +1505,8 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             "protocol": server.protocol,
             "max_frame_bytes": server.max_frame_bytes,
         }
+        if server.tool_shapes:
+            view["tools"] = shape_view(server.tool_shapes)
         if server.project is not None:
             view["project_file"] = server.project.file
         servers[server.name] = view

@@ -49,6 +49,9 @@ from ._runtime import (
 from ._session import (
     ProgressCallback,
 )
+from ._shaping import (
+    AppliedShape,
+)
 from ._signin import (
     DEFAULT_OAUTH,
     OAuthFactories,
@@ -81,6 +84,7 @@ from ._taskstore import (
 __all__ = [
     "DEFAULT_OAUTH",
     "USE_DEFAULT",
+    "AppliedShape",
     "ElicitationCallback",
     "Event",
     "EventSubscription",

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from itertools import chain
 from types import MappingProxyType
-from typing import Final, Protocol, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, overload
 
 import attrs
 import trio
@@ -46,6 +46,9 @@ import trio
 from ...protocol._methods import _stores_only
 from ...protocol._types import Tool
 from ._naming import registered_name
+
+if TYPE_CHECKING:
+    from ._shaping import AppliedShape
 
 __all__ = [
     "MAILBOX_SIZE",
@@ -70,23 +73,42 @@ _T = TypeVar("_T")
 
 @attrs.frozen(kw_only=True)
 class RegisteredTool:
-    """A tool as the model sees it: its registered name, and where it comes from."""
+    """A tool as the model sees it: its registered name, and where it comes from.
+
+    ``tool`` is the definition the model sees: the server's, or for a tool the configuration
+    shapes (``ServerConfig.tool_shapes``) the shaped one, with ``shape`` saying how a call
+    goes back to the server (:meth:`wire_arguments`)."""
 
     name: str
     server: str
     tool: Tool
     generation: int
+    shape: AppliedShape | None = None
 
     @property
     def wire_name(self) -> str:
         """The server's own name for the tool (what goes into ``tools/call``)."""
-        return self.tool.name
+        shape = self.shape
+        return self.tool.name if shape is None else shape.wire_name
+
+    @property
+    def wire_tool(self) -> Tool:
+        """The definition with the server's own name (what a ``tools/call`` is made of)."""
+        shape = self.shape
+        return self.tool if shape is None else attrs.evolve(self.tool, name=shape.wire_name)
+
+    def wire_arguments(self, arguments: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The model's ``arguments`` as the server takes them: as they are for a tool that is
+        not shaped; else with the server's argument names, the fixed values of hidden
+        arguments and the defaults the model left out (:meth:`AppliedShape.to_wire`)."""
+        shape = self.shape
+        return arguments if shape is None else shape.to_wire(arguments)
 
 
-_REGISTERED_FIELDS: Final = ("name", "server", "tool", "generation")
+_REGISTERED_FIELDS: Final = ("name", "server", "tool", "generation", "shape")
 
 
-def _registered_maker() -> Callable[[str, str, Tool, int], RegisteredTool]:
+def _registered_maker() -> Callable[[str, str, Tool, int, AppliedShape | None], RegisteredTool]:
     """``RegisteredTool(name=, server=, tool=, generation=)``, positionally and faster: a
     listing makes one per tool, and attrs' ``__init__`` of a frozen class stores each field
     through a bound ``object.__setattr__`` (twice the cost); this stores them with the slots'
@@ -94,19 +116,22 @@ def _registered_maker() -> Callable[[str, str, Tool, int], RegisteredTool]:
     as for ``Tool``; if it ever does more, this is ``RegisteredTool`` itself)."""
     cls = RegisteredTool
     if not _stores_only(cls, _REGISTERED_FIELDS):  # pragma: no cover - plain today
-        return lambda name, server, tool, generation: cls(
-            name=name, server=server, tool=tool, generation=generation
+        return lambda name, server, tool, generation, shape: cls(
+            name=name, server=server, tool=tool, generation=generation, shape=shape
         )
     new = object.__new__
     slots = vars(cls)
-    s_name, s_server, s_tool, s_generation = (slots[f].__set__ for f in _REGISTERED_FIELDS)
+    s_name, s_server, s_tool, s_generation, s_shape = (slots[f].__set__ for f in _REGISTERED_FIELDS)
 
-    def make(name: str, server: str, tool: Tool, generation: int) -> RegisteredTool:
+    def make(
+        name: str, server: str, tool: Tool, generation: int, shape: AppliedShape | None
+    ) -> RegisteredTool:
         entry: RegisteredTool = new(cls)
         s_name(entry, name)
         s_server(entry, server)
         s_tool(entry, tool)
         s_generation(entry, generation)
+        s_shape(entry, shape)
         return entry
 
     return make
@@ -132,6 +157,8 @@ class ReplaceTools:
     generation: int
     tools: tuple[Tool, ...]
     refused: tuple[ToolRefusal, ...] = ()
+    #: The shaped tools' mappings back to the server, by their (shaped) name.
+    shapes: Mapping[str, AppliedShape] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -399,7 +426,9 @@ class ToolTable:
                 named, own_refusals = self._name(server, tools)
                 self._refused[server] = refused + own_refusals
                 self._dirty.add(server)
-                return self._set_candidates(server, generation, named, own_refusals + refused)
+                return self._set_candidates(
+                    server, generation, named, own_refusals + refused, msg.shapes
+                )
             case WithdrawServer(server=server):
                 self._withdrawn[server] = max(msg.generation, self._withdrawn.get(server, -1))
                 self._refused.pop(server, None)
@@ -471,15 +500,17 @@ class ToolTable:
         generation: int,
         named: dict[str, Tool],
         refused: tuple[ToolRefusal, ...],
+        shapes: Mapping[str, AppliedShape] | None = None,
     ) -> ToolsChanged | None:
-        """Make ``named`` the candidates of ``server`` and bring the table up to date.
+        """Make ``named`` the candidates of ``server`` and bring the table up to date
+        (``shapes``: the shaped tools' mappings back to the server, by tool name).
 
         One pass over the new candidates, and one over the old ones only when some are gone. An
         entry whose tool and generation are unchanged is kept (the same object); each tool is
         compared with its predecessor at most once."""
         old = self._candidates.get(server, {})
         if old and self._parts.get(server) is old and named.keys() == old.keys():
-            return self._relist(server, generation, named, old, refused)
+            return self._relist(server, generation, named, old, refused, shapes)
         claims = self._claims
         table = self._table
         candidates: dict[str, RegisteredTool] = {}
@@ -492,9 +523,10 @@ class ToolTable:
         rivals: set[str] = set()  # other servers whose clash refusals now read differently
         kept = 0
         for name, tool in named.items():
+            shape = shapes.get(tool.name) if shapes else None
             before = old.get(name)
             if before is None:
-                entry = _registered(name, server, tool, generation)
+                entry = _registered(name, server, tool, generation, shape)
                 candidates[name] = entry
                 claimants = claims.get(name)
                 if claimants is None:  # nobody else wants the name
@@ -512,13 +544,13 @@ class ToolTable:
                         touched.add(other.server)
                 continue
             kept += 1
-            same_tool = before.tool is tool or before.tool == tool
+            same_tool = (before.tool is tool or before.tool == tool) and before.shape == shape
             if same_tool and before.generation == generation:
                 candidates[name] = before
                 if len(claims[name]) > 1:
                     all_registered = False
                 continue
-            entry = _registered(name, server, tool, generation)
+            entry = _registered(name, server, tool, generation, shape)
             candidates[name] = entry
             if len(claims[name]) > 1:  # still a clash: not in the table either way
                 all_registered = False
@@ -593,6 +625,7 @@ class ToolTable:
         named: dict[str, Tool],
         old: dict[str, RegisteredTool],
         refused: tuple[ToolRefusal, ...],
+        shapes: Mapping[str, AppliedShape] | None = None,
     ) -> ToolsChanged | None:
         """:meth:`_set_candidates` when ``server`` lists the same names as last time and none of
         them clashes: no claim changes, every candidate stays registered."""
@@ -601,13 +634,14 @@ class ToolTable:
         fresh = 0
         for name, tool in named.items():
             before = old[name]
-            if before.tool is tool or before.tool == tool:
+            shape = shapes.get(tool.name) if shapes else None
+            if (before.tool is tool or before.tool == tool) and before.shape == shape:
                 if before.generation == generation:
                     candidates[name] = before
                     continue
             else:
                 changed.append(name)
-            candidates[name] = _registered(name, server, tool, generation)
+            candidates[name] = _registered(name, server, tool, generation, shape)
             fresh += 1
         self._candidates[server] = self._parts[server] = candidates
         self._snapshot = None  # even with no change: the server may have reordered its tools

@@ -416,13 +416,19 @@ class Runtime:
                     redact(arguments or {}),
                 )
             mode = task_mode(self.config, session, tool.tool, wanted=False)
+            wire_arguments = tool.wire_arguments(arguments)  # a shaped tool: the server's names
             if mode is not None:  # the server runs it as a task: followed to its end here
                 result = await self._tasks.call(
-                    session, tool.tool, arguments, mode=mode, timeout=limit, progress=progress
+                    session,
+                    tool.wire_tool,
+                    wire_arguments,
+                    mode=mode,
+                    timeout=limit,
+                    progress=progress,
                 )
             else:
                 result = await session.call_tool(
-                    tool.wire_name, arguments, timeout=limit, progress=progress
+                    tool.wire_name, wire_arguments, timeout=limit, progress=progress
                 )
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug(
@@ -483,7 +489,9 @@ class Runtime:
             raise
         server = self._supervisors[tool.server].config
         limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
-        handle = await self._tasks.start(session, tool.tool, name, arguments, timeout=limit)
+        handle = await self._tasks.start(
+            session, tool.wire_tool, name, tool.wire_arguments(arguments), timeout=limit
+        )
         handle.check = functools.partial(self._check_output, tool)
         return handle
 

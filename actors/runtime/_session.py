@@ -90,7 +90,7 @@ from ...protocol._errors import (
     UnsupportedProtocolVersion,
     UnsupportedVersion,
 )
-from ...protocol._headers import ParamHeaders, request_headers
+from ...protocol._headers import ParamHeaders, param_headers, request_headers
 from ...protocol._jsonrpc import (
     Notification,
     Request,
@@ -152,9 +152,10 @@ from ._pending import (
     Waiter,
 )
 from ._registry import ToolRefusal
+from ._shaping import AppliedShape, ShapedListing, shape_listing
 from ._subscriptions import LISTEN, ResourceSubscriptions, Subscriber, listen_filter, subscribes
 from ._taskserve import client_tasks, client_tasks_capability
-from ._toolcheck import check_listing, json_size
+from ._toolcheck import ListingCheck, check_listing, json_size
 from ._tracing import TRACING, listing_span, with_trace_context
 
 __all__ = ["PROBE_TIMEOUT", "Listing", "ProgressCallback", "Relisted", "Session", "SessionInfo"]
@@ -211,6 +212,9 @@ class Listing:
 
     tools: tuple[Tool, ...]
     refused: tuple[ToolRefusal, ...]
+    #: The shaped tools' mappings back to the server, by their shaped name (see
+    #: :mod:`~trio_mcp.actors.runtime._shaping`); empty without shaping rules.
+    shapes: Mapping[str, AppliedShape] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -1193,12 +1197,23 @@ class Session:
         A listing with more than ``offload_chars`` characters of text is checked in a worker
         thread, so a hostile listing cannot stall the event loop. Warnings are logged under
         ``trio_mcp.server.<name>``; refusals are logged by the registry, once each."""
+        shaped = None
+        listed = raw
+        if self.config.tool_shapes:  # the filters go first, over the server's own names
+            shaped = shape_listing(
+                raw,
+                self.config.tool_shapes,
+                server=self.server,
+                include=self.config.tools_include,
+                exclude=self.config.tools_exclude,
+            )
+            raw = list(shaped.entries)
         check = functools.partial(
             check_listing,
             raw,
             server=self.server,
-            include=self.config.tools_include,
-            exclude=self.config.tools_exclude,
+            include=self.config.tools_include if shaped is None else None,
+            exclude=self.config.tools_exclude if shaped is None else (),
             policy=self.runtime.security_policy,
             nesting_bounded=True,  # every entry comes from a frame parse_message bounded
             # 2026-07-28 over HTTP: a tool whose x-mcp-header annotations are invalid is dropped
@@ -1214,8 +1229,61 @@ class Session:
                 self._log.warning("tools/list: %s", warning.message)
             else:
                 self._log.warning("tool %r: %s", warning.tool, warning.message)
-        self._param_headers = checked.param_headers
-        return Listing(tools=checked.tools, refused=checked.refused)
+        if shaped is None:
+            self._param_headers = checked.param_headers
+            return Listing(tools=checked.tools, refused=checked.refused)
+        return self._shaped(listed, shaped, checked)
+
+    def _shaped(self, listed: list[Any], shaped: ShapedListing, checked: ListingCheck) -> Listing:
+        """The listing of a server with shaping rules: refusals named by the server's tool
+        names (and the shaped name), the shapes of the accepted tools, and the ``Mcp-Param-*``
+        arguments of each by the server's names (read from the server's own schema)."""
+        shapes = shaped.shapes
+        refused = list(shaped.refused)
+        for refusal in checked.refused:
+            applied = shapes.get(refusal.tool) if refusal.tool is not None else None
+            if applied is not None and applied.wire_name != refusal.tool:
+                refusal = attrs.evolve(
+                    refusal,
+                    tool=applied.wire_name,
+                    reason=f"(shaped as {refusal.tool!r}) {refusal.reason}",
+                )
+            refused.append(refusal)
+        tools: list[Tool] = []
+        mirrored: dict[str, ParamHeaders] = {}
+        headed = self._envelope is not None and self._headed is not None
+        originals: dict[Any, Any] | None = None
+        for tool in checked.tools:
+            applied = shapes.get(tool.name)
+            if applied is None:
+                found = checked.param_headers.get(tool.name)
+                if found:
+                    mirrored[tool.name] = found
+            elif headed:
+                # The server reads the headers of its own arguments: from its own schema.
+                if originals is None:
+                    originals = {
+                        entry.get("name"): entry.get("inputSchema")
+                        for entry in listed
+                        if isinstance(entry, dict)
+                    }
+                schema = originals.get(applied.wire_name)
+                own = param_headers(schema) if isinstance(schema, Mapping) else None
+                if isinstance(own, str):
+                    refused.append(
+                        ToolRefusal(server=self.server, tool=applied.wire_name, reason=own)
+                    )
+                    continue
+                if own:
+                    mirrored[applied.wire_name] = own
+            tools.append(tool)
+        self._param_headers = mirrored
+        kept = {tool.name for tool in tools}
+        return Listing(
+            tools=tuple(tools),
+            refused=tuple(refused),
+            shapes={name: applied for name, applied in shapes.items() if name in kept},
+        )
 
     # ------------------------------------------------------------------ the result cache
 

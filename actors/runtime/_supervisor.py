@@ -667,6 +667,7 @@ class ServerSupervisor:
                 generation=generation,
                 tools=listing.tools,
                 refused=listing.refused,
+                shapes=listing.shapes,
             )
         )
 

@@ -207,7 +207,7 @@ def test_echo_policies_and_switches_are_validated() -> None:
             "server 'a': unknown key 'trust' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, connect_timeout, cwd, enabled, env, "
             "headers, log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, "
-            "protocol, proxy, resources, skills, timeout, tools_exclude, tools_include, "
+            "protocol, proxy, resources, skills, timeout, tools, tools_exclude, tools_include, "
             "trust_level, type, url)",
         ),
         (
@@ -546,7 +546,8 @@ def test_value_types_are_checked() -> None:
             "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
             "log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, protocol, "
-            "proxy, resources, skills, timeout, tools_exclude, tools_include, trust, type, url)",
+            "proxy, resources, skills, timeout, tools, tools_exclude, tools_include, trust, type, "
+            "url)",
         ),
         (
             "<config>: mcpServers.a.command",

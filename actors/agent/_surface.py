@@ -15,7 +15,7 @@ its public methods and owns the approvals it was given.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
@@ -39,6 +39,11 @@ from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
 from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
 from ._export import ExportResult, to_anthropic_tools, to_openai_tools
+from ._instructions import (
+    DEFAULT_INSTRUCTIONS_CHARS,
+    DEFAULT_SERVER_INSTRUCTIONS_CHARS,
+    format_instructions,
+)
 from ._render import TextPart, output_base_for, output_dir_for
 from ._risk import (
     ApprovalCallback,
@@ -120,6 +125,32 @@ class AgentSurface:
         """The approvals given through the host's ``approve`` callback (trust on first use):
         ``agent.approvals.revoke(server)`` forgets them."""
         return self._approvals
+
+    def instructions_prompt(
+        self,
+        *,
+        servers: Collection[str] | None = None,
+        max_chars: int = DEFAULT_INSTRUCTIONS_CHARS,
+        per_server_chars: int = DEFAULT_SERVER_INSTRUCTIONS_CHARS,
+    ) -> str:
+        """The instructions of the ready servers (``servers``: only those), screened by the
+        injection scan, as a block to append to the model's system prompt (the host's opt-in;
+        nothing adds them otherwise): each server's text in an ``<mcp_server_instructions
+        server="NAME">`` tag, marked as untrusted data unless the server is ``trusted``, cut at
+        ``per_server_chars``, the whole at most ``max_chars`` (servers left out are named);
+        ``""`` when no server gave any. Rebuild it when a server connects again."""
+        found = self.runtime.instructions()
+        if servers is not None:
+            found = {name: value for name, value in found.items() if name in servers}
+        trusted = {
+            name
+            for name in found
+            if (config := self.runtime.server_config(name)) is not None
+            and config.trust_level == "trusted"
+        }
+        return format_instructions(
+            found, trusted=trusted, max_chars=max_chars, per_server_chars=per_server_chars
+        )
 
     def _shape(self, shape: CatalogShape | _UseDefault | None) -> CatalogShape | None:
         return self.runtime.config.catalog_shape if isinstance(shape, _UseDefault) else shape

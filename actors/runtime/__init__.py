@@ -25,6 +25,9 @@ from ._events import (
     ToolRefusal,
     ToolsChanged,
 )
+from ._instructions import (
+    ServerInstructions,
+)
 from ._naming import (
     registered_name,
 )
@@ -105,6 +108,7 @@ __all__ = [
     "Runtime",
     "RuntimeState",
     "SamplingCallback",
+    "ServerInstructions",
     "ServerLogged",
     "ServerState",
     "ServerStateChanged",

@@ -87,6 +87,7 @@ from ..config._oauth import login_hint
 from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
 from ._events import EventBus, EventSubscription, ServerState
+from ._instructions import ServerInstructions
 from ._naming import tool_name_prefix
 from ._outputcheck import OutputChecker
 from ._pending import ProgressCallback
@@ -771,6 +772,22 @@ class Runtime:
         """Every configured server's state, tool count, last error and stderr tail."""
         view = self._registry.view
         return MappingProxyType({name: s.status(view) for name, s in self._supervisors.items()})
+
+    def instructions(self, *, ready_only: bool = True) -> Mapping[str, ServerInstructions]:
+        """The servers' ``instructions`` (from ``initialize`` or ``server/discover``), server
+        name -> :class:`ServerInstructions`, in configuration order: screened by the injection
+        scan like tool descriptions (a blocked text has ``text`` None and ``withheld`` saying
+        why). Servers that gave none are left out; with ``ready_only`` (the default) so are
+        servers that are not ``READY`` now."""
+        out: dict[str, ServerInstructions] = {}
+        for name, supervisor in self._supervisors.items():
+            screened = supervisor.instructions
+            if screened is None:
+                continue
+            if ready_only and supervisor.state is not ServerState.READY:
+                continue
+            out[name] = screened
+        return MappingProxyType(out)
 
     def events(self, *, max_buffer: int = 1024) -> AbstractContextManager[EventSubscription]:
         """Subscribe to the event stream: ``with rt.events() as events: async for e in events``.

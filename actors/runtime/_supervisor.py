@@ -105,6 +105,7 @@ from ._cache import CacheLease, ResultCache, authorization_context
 from ._callbacks import HostCallbacks
 from ._dispatcher import EventPublisher
 from ._events import ServerState, ServerStateChanged
+from ._instructions import ServerInstructions, screen_instructions
 from ._pending import ConnectionLost, PendingItem
 from ._registry import Registry, RegistryView, ReplaceTools, ToolRefusal, Withdrawn, WithdrawServer
 from ._session import Listing, Relisted, Session, SessionInfo
@@ -248,6 +249,9 @@ class ServerStatus:
     auth: AuthStatus | None = None
     #: The exact command that fixes the state (NEEDS_AUTH: ``trio-mcp login NAME``), else None.
     hint: str | None = None
+    #: The server's ``instructions`` of its current (or last) connection, screened by the
+    #: injection scan (``text`` None and ``withheld`` set when blocked); None: it gave none.
+    instructions: ServerInstructions | None = None
 
     def declares(self, capability: str) -> bool:
         """Whether the server declared ``capability`` (``"tools"``, ``"resources"``,
@@ -311,6 +315,8 @@ class ServerSupervisor:
     _failures: int = attrs.field(default=0, init=False)
     _session: Session | None = attrs.field(default=None, init=False)
     _info: SessionInfo | None = attrs.field(default=None, init=False)
+    #: The screened instructions of the current (or last) connection (None: none given).
+    _instructions: ServerInstructions | None = attrs.field(default=None, init=False)
     #: The transport of the current (or last) connection when it is a child process's (the
     #: typed check, a runtime-checkable Protocol's, is made once per connection).
     _process: ProcessTransport | None = attrs.field(default=None, init=False)
@@ -380,6 +386,11 @@ class ServerSupervisor:
     def state(self) -> ServerState:
         """The published state."""
         return self._published.state
+
+    @property
+    def instructions(self) -> ServerInstructions | None:
+        """The published, screened instructions (None: the server gave none)."""
+        return self._published.instructions
 
     def status(self, view: RegistryView | None = None) -> ServerStatus:
         """The published status, with the tool counts of the registry's ``view`` and the current
@@ -643,6 +654,7 @@ class ServerSupervisor:
             self._phase = "runtime"
         self._session = msg.session
         self._info = info = msg.session.info
+        self._screen_instructions(info)
         if self._attempt is not None:
             self._attempt.ready(info, len(msg.listing.tools))
             self._attempt = None
@@ -659,6 +671,22 @@ class ServerSupervisor:
         if logger.isEnabledFor(logging.DEBUG):
             for tool in msg.listing.tools:
                 logger.debug("server %r: offers tool %s", self.name, tool.name)
+
+    def _screen_instructions(self, info: SessionInfo | None) -> None:
+        """Screen the connection's instructions (the injection scan, as for tool descriptions);
+        a text that is withheld or warned about is logged once per connection that sends it."""
+        text = info.instructions if info is not None else None
+        if not text:
+            self._instructions = None
+            return
+        screened = screen_instructions(self.name, text, policy=self.runtime.security_policy)
+        self._instructions = screened
+        if screened.withheld is not None:
+            logger.warning(
+                "server %r: its instructions are withheld: %s", self.name, screened.withheld
+            )
+        for warning in screened.warnings:
+            logger.warning("server %r: instructions: %s", self.name, warning)
 
     def _replace(self, generation: int, listing: Listing) -> None:
         self._to_registry(
@@ -920,6 +948,7 @@ class ServerSupervisor:
             capabilities=info.capabilities if info else None,
             era=info.era if info else None,
             hint=self._hint if self._state is ServerState.NEEDS_AUTH else None,
+            instructions=self._instructions,
         )
 
     def _set_state(self, new: ServerState, *, reason: str | None = None) -> None:

@@ -43,6 +43,10 @@ from ._risk import (
     Decision,
     RiskLevel,
 )
+from ._search import (
+    SEARCH_TOOL_NAME,
+    ToolSearch,
+)
 from ._skills import (
     ACTIVATE_SKILL_TOOL,
     READ_SKILL_FILE_TOOL,
@@ -67,6 +71,7 @@ __all__ = [
     "CATALOG_TOOL_NAMES",
     "ECHO_CATALOG_TOOLS",
     "READ_SKILL_FILE_TOOL",
+    "SEARCH_TOOL_NAME",
     "SKILL_TOOL_NAMES",
     "AgentSurface",
     "ApprovalCallback",
@@ -87,6 +92,7 @@ __all__ = [
     "StrictConversion",
     "StrictRules",
     "ToolRound",
+    "ToolSearch",
     "anthropic_tool_calls",
     "anthropic_tool_result",
     "call_provider_tool",

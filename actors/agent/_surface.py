@@ -58,6 +58,7 @@ from ._risk import (
     refusal_result,
     without_callback,
 )
+from ._search import SEARCH_TOOL_NAME, ToolSearch
 from ._skills import SKILL_TOOL_NAMES, SkillGate, SkillShelf
 
 __all__ = ["AgentSurface"]
@@ -84,6 +85,9 @@ class AgentSurface:
     output_dir: Path = attrs.field(kw_only=True)
     #: What asks while an MCP skill is active (see :class:`SkillGate`).
     skill_gate: SkillGate = attrs.field(factory=SkillGate, kw_only=True)
+    #: Deferred loading for a large catalogue (see :class:`ToolSearch`); None: every tool is
+    #: offered on every turn.
+    tool_search: ToolSearch | None = attrs.field(default=None, kw_only=True)
     _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
     _catalog: Catalog = attrs.field(init=False)
     _skills: SkillShelf = attrs.field(init=False)
@@ -166,7 +170,18 @@ class AgentSurface:
         plus the resource and prompt tools of ``shape`` (default ``config.catalog_shape``; None
         for none), offered only while a connected server declares resources (and is not hidden
         by ``resources: false``) or prompts. Route the model's calls of all of them to
-        :meth:`call_for_model`. Raises ``ValueError`` for an unknown shape."""
+        :meth:`call_for_model`. Raises ``ValueError`` for an unknown shape.
+
+        With :attr:`tool_search`, the MCP tools that are deferred are left out and the search
+        tool ``search_mcp_tools`` is offered instead (:class:`ToolSearch`)."""
+        tools = self._all_model_tools(shape, ready_only)
+        if self.tool_search is not None:
+            return self.tool_search.visible(tools)
+        return tools
+
+    def _all_model_tools(
+        self, shape: CatalogShape | _UseDefault | None, ready_only: bool
+    ) -> Mapping[str, ModelTool]:
         out: dict[str, ModelTool] = {}
         for name, registered in self.runtime.tools(ready_only=ready_only).items():
             trusted = self._catalog.trusted(registered.server)
@@ -242,6 +257,9 @@ class AgentSurface:
             return await self._catalog_for_model(name, arguments)
         if name in SKILL_TOOL_NAMES:
             return await self._skills.run_tool(name, arguments)
+        search = self.tool_search
+        if search is not None and name == SEARCH_TOOL_NAME:
+            return search.run(self._all_model_tools(USE_DEFAULT, False), arguments)
         try:
             registered = await self.runtime.lookup(name, wait_ready=wait_ready)
         except ServerUnavailable as exc:
@@ -250,6 +268,8 @@ class AgentSurface:
             return _failure(
                 name, "not_found", f"there is no tool named {name!r}; use one of the tools offered"
             )
+        if search is not None:  # a deferred tool called by name: offered from now on
+            search.load((name,))
         decision = await self.authorize(registered, arguments)
         if decision.outcome != "allow":
             return await self._refused(name, decision, registered.server)

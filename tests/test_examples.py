@@ -208,6 +208,21 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "user None 2" in lines
     assert "data:image/png;base64," in lines
     assert "toolu_1 ['text', 'image']" in lines
+    # Tool shaping, server instructions, a large catalogue behind search_mcp_tools.
+    assert (
+        "search_issues {'words': {'type': 'string'}, 'limit': {'type': 'integer', 'default': 5}}"
+    ) in lines
+    assert '{"limit":5,"query":"crash","repo":"acme/app"}' in lines
+    assert (
+        "close_issue | its shaping rule does not fit the tool: the tool has no argument 'reason'"
+    ) in lines
+    assert "['helpdesk', 'sneaky']" in lines
+    assert "possible prompt injection in instructions" in lines
+    assert '<mcp_server_instructions server="helpdesk" trust="untrusted">' in lines
+    assert "Look a customer up before you open a ticket. Times are UTC." in lines
+    assert "('mcp_many_report_1', 'search_mcp_tools')" in lines
+    assert "1 tools found; they can be called now. ['mcp_many_send_invoice']" in lines
+    assert "('mcp_many_report_1', 'mcp_many_send_invoice', 'search_mcp_tools')" in lines
     assert lines[-4:] == [
         "tools/list ok",
         "mcp connect ready",

@@ -130,8 +130,7 @@ class ToolSearch:
             "full definitions, and they can be called from then on."
         )
         if self.index == "names":
-            lines = [f"- {tool.name}: {_one_line(tool.description)}" for tool in hidden]
-            description = head + " Not loaded yet:\n" + "\n".join(lines)
+            description = head + " Not loaded yet:\n" + _lines(hidden)
         else:
             servers: dict[str, int] = {}
             for tool in hidden:
@@ -155,6 +154,17 @@ class ToolSearch:
                 "required": ["query"],
             },
         )
+
+    def index_text(self, tools: Mapping[str, ModelTool]) -> str:
+        """The deferred tools of ``tools``, one line each (name and first sentence), for a host
+        that puts the index into the system prompt (OpenAI cuts a tool's description at 1,024
+        characters, which the index of a large catalogue passes: use ``index="none"`` there,
+        and this text in the prompt). ``""`` when nothing is deferred."""
+        hidden = sorted(
+            (tool for name, tool in tools.items() if self.deferred(name, tool)),
+            key=lambda tool: tool.name,
+        )
+        return _lines(hidden)
 
     def search(
         self, tools: Mapping[str, ModelTool], query: str, *, limit: int | None = None
@@ -207,6 +217,10 @@ class ToolSearch:
         else:
             note = "No tool matches; try other words, or a tool's name from the list."
         return _result(f"{note}\n{json.dumps(body, ensure_ascii=False)}")
+
+
+def _lines(tools: Iterable[ModelTool]) -> str:
+    return "\n".join(f"- {tool.name}: {_one_line(tool.description)}" for tool in tools)
 
 
 def _result(text: str, *, error: bool = False) -> ModelToolResult:

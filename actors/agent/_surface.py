@@ -179,6 +179,14 @@ class AgentSurface:
             return self.tool_search.visible(tools)
         return tools
 
+    def tool_index(self) -> str:
+        """With :attr:`tool_search`, the index of the deferred tools (one line each: name and
+        first sentence) for the system prompt (:meth:`ToolSearch.index_text`); ``""`` without
+        it or when nothing is deferred."""
+        if self.tool_search is None:
+            return ""
+        return self.tool_search.index_text(self._all_model_tools(USE_DEFAULT, False))
+
     def _all_model_tools(
         self, shape: CatalogShape | _UseDefault | None, ready_only: bool
     ) -> Mapping[str, ModelTool]:

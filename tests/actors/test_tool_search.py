@@ -78,6 +78,11 @@ async def test_the_index_can_list_only_servers_and_a_search_can_find_nothing(
         agent = AgentSurface(rt, tool_search=ToolSearch(index="none"))
         (search,) = agent.model_tools(shape=None).values()
         assert search.description.endswith("Servers: fs (2), gh (3).")
+        index = agent.tool_index().splitlines()  # for the system prompt instead
+        assert index[0] == "- mcp_fs_read_file: Read a file."
+        assert index[1] == "- mcp_fs_stat: stat"  # no description: the display name
+        assert len(index) == 5
+        assert AgentSurface(rt).tool_index() == ""
         nothing = await agent.call_for_model(SEARCH_TOOL_NAME, {"query": "weather"})
         assert nothing.text.startswith("No tool matches")
         assert json.loads(nothing.text.split("\n", 1)[1]) == {"tools": []}

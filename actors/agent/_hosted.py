@@ -31,7 +31,6 @@ secret: ``Authorization``, ``X-Api-Key``, ``*-Token``...) are left out unless th
 
 from __future__ import annotations
 
-import fnmatch
 import ipaddress
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
@@ -418,7 +417,7 @@ def _may_match(pattern: str, prefix: str) -> bool:
             head = pattern[:index]
             break
     else:
-        return pattern.startswith(prefix) or fnmatch.fnmatchcase(pattern, prefix + "*")
+        return pattern.startswith(prefix)
     return head.startswith(prefix) or prefix.startswith(head)
 
 

@@ -5,6 +5,7 @@ transport (no network). Each request the SDK sends is checked against the SDK's 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -403,6 +404,44 @@ async def test_a_provider_answer_with_bad_tool_arguments_is_an_error_to_the_serv
     with pytest.raises(Exception, match="not a JSON object") as info:
         await sampler("s", params(tools=[{"name": "f", "inputSchema": {"type": "object"}}]))
     assert getattr(info.value, "code", None) == -32603
+
+
+async def test_the_sdks_own_http_client_runs_under_trio_over_a_socket() -> None:
+    """No fake transport: the SDK's default client (httpx2, its trio backend) reaches a server
+    on 127.0.0.1 from trio."""
+    reply = json.dumps(completion({"content": "over a socket"})({"model": "m"})).encode()
+
+    async def serve(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            body += await stream.receive_some(65536)
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(reply), reply)
+        )
+        await stream.aclose()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, serve, 0, host="127.0.0.1")
+        )
+        port = listeners[0].socket.getsockname()[1]
+        client = AsyncOpenAI(
+            api_key="sk-test", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0
+        )
+        sampler = OpenAISampler(client=client, models=["m"])
+        result = await sampler("s", params())
+        await client.close()
+        nursery.cancel_scope.cancel()
+    assert result.content == TextContent(text="over a socket")
 
 
 # --------------------------------------------------------------------------- Anthropic

@@ -172,6 +172,14 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert lines[lines.index("research task-2 report of task-2") + 1] == "()"
     assert "{'roots': {'listChanged': False}, 'sampling': {}, 'elicitation': {'form': {}}}" in lines
     assert "1 root, a short summary, markdown" in lines
+    # Sampling through a real model (the OpenAI SDK over a fake transport).
+    at = lines.index("{'sampling': {'tools': {}}}")
+    assert lines[at + 1 : at + 5] == [
+        "sample for summary with gpt-4.1 ?",
+        "provider got: gpt-4.1 Sum up.",
+        "gpt-4.1: Three tools, all read-only.",
+        "SamplingUsage(requests=1, input_tokens=42, output_tokens=8, refused=0)",
+    ]
     assert "demo: connecting -> ready" in lines
     assert "demo: ready -> stopping" in lines
     assert "demo: stopping -> stopped" in lines
@@ -223,6 +231,18 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "('mcp_many_report_1', 'search_mcp_tools')" in lines
     assert "1 tools found; they can be called now. ['mcp_many_send_invoice']" in lines
     assert "('mcp_many_report_1', 'mcp_many_send_invoice', 'search_mcp_tools')" in lines
+    # Provider-hosted MCP.
+    at = lines.index("['create_issue', 'delete_project', 'get_issue']")
+    assert lines[at + 1 : at + 6] == [
+        "{'always': {'tool_names': ['create_issue', 'delete_project']}, "
+        "'never': {'tool_names': ['get_issue']}}",
+        "the header Authorization is left out (a secret: include_secrets=True sends it)",
+        "build - a stdio server runs on this machine: the provider cannot start it (only remote "
+        "HTTP servers can be provider-hosted)",
+        "{'enabled': True, 'allowed_tools': ['get_issue']} tk-123 ('mcp-client-2025-04-04',)",
+        "left out, the runtime would ask before calling them and Anthropic's connector never "
+        "asks: create_issue, delete_project (an 'allow' rule lets them in)",
+    ]
     assert lines[-4:] == [
         "tools/list ok",
         "mcp connect ready",

@@ -50,6 +50,11 @@ class HostCallbacks:
 
     list_roots: RootsCallback | None = None
     sampling: SamplingCallback | None = None
+    #: What ``sampling`` declares besides plain messages: ``{"tools": {}}`` (the callback answers
+    #: with tool use, 2025-11-25), ``{"context": {}}`` (it honours ``includeContext``). None:
+    #: the callback's own ``sampling_capabilities`` attribute (the ready samplers of
+    #: ``trio_mcp.actors.agent`` have one), else ``{}``.
+    sampling_capabilities: Mapping[str, Any] | None = None
     elicitation: ElicitationCallback | None = None
     #: Elicitation modes the host can show: "form", and "url" (opens a URL for the user).
     elicitation_modes: tuple[str, ...] = ("form",)
@@ -76,7 +81,18 @@ class HostCallbacks:
         if self.list_roots is not None:
             caps["roots"] = {}
         if self.sampling is not None:
-            caps["sampling"] = {}
+            caps["sampling"] = self._sampling_capabilities()
         if self.elicitation is not None:
             caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         return caps
+
+    def _sampling_capabilities(self) -> dict[str, Any]:
+        declared = self.sampling_capabilities
+        if declared is None:
+            declared = getattr(self.sampling, "sampling_capabilities", None)
+        if not isinstance(declared, Mapping):
+            return {}
+        return {
+            str(key): dict(value) if isinstance(value, Mapping) else {}
+            for key, value in declared.items()
+        }

@@ -12,7 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -134,7 +134,7 @@ async def test_without_a_prompt_a_sign_in_is_required_with_the_command() -> None
         with pytest.raises(AuthorizationRequired) as caught:
             await post(signer, fake.mcp_url)
         assert caught.value.hint == "trio-mcp login srv"
-        assert str(caught.value).endswith("run `trio-mcp login srv`")
+        assert str(caught.value).endswith("; to sign in, run: trio-mcp login srv")
         status = signer.status()
         assert (status.state, status.hint) == (AuthState.NEEDS_AUTH, "trio-mcp login srv")
         assert fake.count("/authorize") == 0 and fake.registrations == []
@@ -257,7 +257,7 @@ async def test_a_prm_about_another_resource_is_refused() -> None:
     ],
 )
 async def test_the_iss_of_the_redirect_follows_rfc_9207(
-    iss: str, supported: bool, ok: bool
+    iss: Literal["correct", "omit", "wrong"], supported: bool, ok: bool
 ) -> None:
     fake = FakeOAuthServer(iss=iss, iss_supported=supported)
     async with fake.serve(), authorizer(fake) as signer:

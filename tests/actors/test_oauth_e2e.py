@@ -322,6 +322,23 @@ async def test_logout_is_needs_auth_and_the_credential_file_is_gone(
             await echo(rt, "x")
 
 
+async def test_logout_with_a_host_callback_does_not_sign_in_again_on_the_way_out(
+    tmp_path: Path, clock: Clock
+) -> None:
+    prompts = Prompts()
+    async with world().serve() as fake, runtime(fake, tmp_path, clock, authorize=prompts) as rt:
+        assert (await rt.wait_ready(timeout=10)).ready == ("web",)
+        seen = len(fake.resource_requests)
+        with rt.events() as events:
+            assert await rt.logout("web") is True
+            await state_reached(rt, events, ServerState.NEEDS_AUTH)
+        # the closing connection's DELETE went without a token and its 401 was left at that
+        closing = [(r.method, r.header("authorization")) for r in fake.resource_requests[seen:]]
+        assert closing == [("DELETE", None)]
+        assert len(prompts.requests) == 1 and stored(tmp_path) == []
+        assert rt.status()["web"].hint == HINT
+
+
 # --------------------------------------------------------------------------- the host's callback
 
 

@@ -215,7 +215,9 @@ class _Auth(httpx.Auth):
                 nonce = seen[:_MAX_NONCE]
                 owner._tell(_NonceSeen(origin=owner._origin, nonce=nonce))
             status = response.status_code
-            if status not in (401, 403):
+            if status not in (401, 403) or request.method == "DELETE":
+                # A DELETE ends a session, best effort: its refusal never starts a sign-in
+                # (after a logout, the closing connection's DELETE would sign in again).
                 return
             challenges = parse_www_authenticate(response.headers.get_list("www-authenticate"))
             if status == 403:

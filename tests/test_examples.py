@@ -290,6 +290,12 @@ OWN_TESTS = frozenset({"embedding.md", "testing.md"})
 #: is not a Python program belongs in another fence (```text, ```toml, ```sh...).
 PRINTS: dict[str, list[str]] = {
     "architecture.md": ["fs True", "True"],
+    "auth.md": [
+        "[chat] Sign in to docs (a link)",
+        '[chat] docs says {"text":"hello"}',
+        "[chat] docs needs a sign-in",
+        "ready",
+    ],
     "configuration.md": ["echo ['agent.yaml']", "['mcp_demo_greet']"],
 }
 

@@ -1,6 +1,7 @@
 """trio_mcp.actors.testing: for test authors, in the manner of ``trio.testing``: the scriptable
 fake MCP server (in memory, or as a stdio subprocess: ``python -m trio_mcp.actors.testing``) and
-the seeded chaos transport.
+the seeded chaos transport, and a fake OAuth world on 127.0.0.1 (:class:`FakeOAuthServer`: an
+MCP endpoint behind OAuth with its authorization server) for tests of sign-in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ._fakes import (
     FakeTool,
     ToolContext,
 )
+from ._oauth import FakeOAuthServer, McpEndpoint, headless_sign_in
 
 __all__ = [
     "ChaosAction",
@@ -32,6 +34,7 @@ __all__ = [
     "ChaosTransport",
     "ChaosTransportFactory",
     "FakeHeaderTransport",
+    "FakeOAuthServer",
     "FakePrompt",
     "FakeResource",
     "FakeResourceTemplate",
@@ -39,6 +42,8 @@ __all__ = [
     "FakeSkill",
     "FakeTask",
     "FakeTool",
+    "McpEndpoint",
     "ToolContext",
     "chaos_transport_factory",
+    "headless_sign_in",
 ]

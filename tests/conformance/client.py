@@ -7,9 +7,12 @@ Streamable HTTP server at that URL, does what the scenario expects, and exits 0 
 the suite judges what reached its server. The runtime finds out which revision the mock server
 speaks (it probes with ``server/discover``), as it would for any host.
 
-It is built only on trio-mcp's public API (``trio_mcp.actors`` and ``trio_mcp.protocol``), as a
-host would be; :func:`run_scenario` takes any :class:`ServerConfig`, so the tests in this folder
-drive the same code against the in-memory fake server.
+It is built only on trio-mcp's public API (``trio_mcp.actors``, ``trio_mcp.protocol`` and
+``trio_mcp.transports.oauth``), as a host would be: for the ``auth/*`` scenarios the server is
+configured with OAuth (``ServerConfig.oauth``), the host's ``authorize`` callback approves the
+sign-in without a user, and the runtime's own sign-in keeps the credentials in memory.
+:func:`run_scenario` takes any :class:`ServerConfig`, so the tests in this folder drive the same
+code against the in-memory fake server.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 import httpx
@@ -27,6 +29,7 @@ import trio
 
 from trio_mcp.actors import (
     HostCallbacks,
+    OAuthFactories,
     RetryPolicy,
     Runtime,
     RuntimeConfig,
@@ -43,8 +46,6 @@ from trio_mcp.protocol import (
     ElicitResult,
     McpError,
 )
-from trio_mcp.transports import FrameSink, Transport
-from trio_mcp.transports.http import HttpParameters, open_http_transport
 from trio_mcp.transports.oauth import (
     AuthorizationRequest,
     Authorizer,
@@ -104,9 +105,6 @@ async def accept_defaults(
     return ElicitResult(action="accept", content=content)
 
 
-CALLBACKS: Final = HostCallbacks(elicitation=accept_defaults)
-
-
 # --------------------------------------------------------------------------- scenarios
 
 
@@ -142,7 +140,7 @@ async def _call(rt: Runtime, wire_name: str, arguments: Mapping[str, Any]) -> Ca
 
 
 async def connect_only(rt: Runtime) -> None:
-    """``initialize`` (and the auth scenarios, until OAuth lands): the handshake and the
+    """``initialize`` and the others without steps of their own: the handshake and the
     first tool listing, which :func:`run_scenario` has already waited for."""
     await trio.lowlevel.checkpoint()
 
@@ -278,32 +276,11 @@ def oauth_settings(scenario: str, context: Mapping[str, Any]) -> OAuthSettings:
     )
 
 
-@asynccontextmanager
-async def signed_in_opener(
-    scenario: str, url: str, context: Mapping[str, Any]
-) -> AsyncIterator[Callable[[ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]]]:
-    """An :class:`Authorizer` for the server at ``url`` (its credentials in memory, signing in
-    through :func:`headless_sign_in`), running for the block, and the transport opener that
-    hands its ``auth`` to the server's Streamable HTTP transport."""
-    params = HttpParameters(url=url, connect_timeout=STEP_TIMEOUT)
-    authorizer = Authorizer(
-        server=SERVER,
-        settings=oauth_settings(scenario, context),
-        store=MemoryTokenStore(),
-        http=params,
-        prompt=headless_sign_in,
-    )
-
-    def opener(config: ServerConfig, sink: FrameSink) -> AbstractAsyncContextManager[Transport]:
-        return open_http_transport(
-            HttpParameters(url=url, connect_timeout=STEP_TIMEOUT, auth=authorizer.auth), sink
-        )
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(authorizer.run)
-        yield opener
-        nursery.cancel_scope.cancel()
-
+#: The host's callbacks: elicitations accepted with their defaults; a server's sign-in goes
+#: through :func:`headless_sign_in` (the host's opt-in: a sign-in may start while connecting).
+CALLBACKS: Final = HostCallbacks(elicitation=accept_defaults, authorize=headless_sign_in)
+#: The real sign-in, its credentials in memory (each scenario signs in afresh).
+OAUTH: Final = OAuthFactories(sign_in=Authorizer, store=lambda _directory: MemoryTokenStore())
 
 Scenario = Callable[[Runtime], Awaitable[None]]
 
@@ -342,10 +319,7 @@ async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -
         client_name="trio-mcp-conformance",
     )
     steps = SCENARIOS.get(scenario, auth_tool if scenario.startswith("auth/") else connect_only)
-    async with (
-        _opener(scenario, server) as opener,
-        open_runtime(config, callbacks=CALLBACKS, open_transport=opener) as rt,
-    ):
+    async with open_runtime(config, callbacks=CALLBACKS, oauth=OAUTH) as rt:
         status = (await rt.wait_ready(timeout=STEP_TIMEOUT))[SERVER]
         if status.state is not ServerState.READY:
             raise ScenarioFailed(
@@ -360,28 +334,15 @@ async def run_scenario(scenario: str, server: ServerConfig, version: str = "") -
         await steps(rt)
 
 
-@asynccontextmanager
-async def _opener(
-    scenario: str, server: ServerConfig
-) -> AsyncIterator[
-    Callable[[ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]] | None
-]:
-    """The OAuth scenarios sign in (through an :class:`Authorizer`); the others connect as
-    configured."""
-    if not scenario.startswith("auth/") or server.url is None:
-        yield None
-        return
-    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}"
-    context = json.loads(raw)
-    async with signed_in_opener(
-        scenario, server.url, context if isinstance(context, Mapping) else {}
-    ) as opener:
-        yield opener
-
-
-def http_server(url: str) -> ServerConfig:
-    """The suite's mock server: Streamable HTTP at ``url``."""
-    return ServerConfig(name=SERVER, type=TransportKind.HTTP, url=url, connect_timeout=STEP_TIMEOUT)
+def http_server(
+    url: str, scenario: str = "", context: Mapping[str, Any] | None = None
+) -> ServerConfig:
+    """The suite's mock server: Streamable HTTP at ``url``; for an ``auth/*`` scenario with
+    OAuth, its settings from the scenario and the suite's context (see :func:`oauth_settings`)."""
+    oauth = oauth_settings(scenario, context or {}) if scenario.startswith("auth/") else None
+    return ServerConfig(
+        name=SERVER, type=TransportKind.HTTP, url=url, connect_timeout=STEP_TIMEOUT, oauth=oauth
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -406,8 +367,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         url,
         f", context keys {sorted(json.loads(context))}" if context else "",
     )
+    parsed = json.loads(context) if context else {}
+    server = http_server(url, scenario, parsed if isinstance(parsed, Mapping) else {})
     try:
-        trio.run(run_scenario, scenario, http_server(url), version)
+        trio.run(run_scenario, scenario, server, version)
     except (ScenarioFailed, McpError) as exc:
         print(
             f"conformance scenario {scenario!r} failed: {type(exc).__name__}: {exc}",

@@ -192,6 +192,13 @@ def test_the_suite_server_is_streamable_http() -> None:
     )
 
 
+def test_an_auth_scenario_configures_the_server_with_oauth() -> None:
+    config = http_server("http://localhost:4242/mcp", "auth/pre-registration", {"client_id": "p"})
+    assert config.auth == "oauth"
+    assert config.oauth_settings is not None and config.oauth_settings.client_id == "p"
+    assert http_server("http://localhost:4242/mcp", "tools_call").oauth_settings is None
+
+
 async def test_tools_call_adds_two_numbers(autojump_clock: Clock) -> None:
     fake = FakeServer(name="mock", tools=[FakeTool("add_numbers")])
     await run_scenario("tools_call", server(fake))

@@ -13,7 +13,6 @@ import pytest
 import trio
 
 from tests.transports.http_fake import FakeLegacySse, FakeMcpHttp, text_result
-from tests.transports.oauth_fake import FakeOAuth, headless_prompt, serve_oauth
 from tests.transports.test_http import (
     accepted_initialized,
     call,
@@ -24,6 +23,7 @@ from tests.transports.test_http import (
     take_failed,
     take_json,
 )
+from trio_mcp.actors.testing import FakeOAuthServer, headless_sign_in
 from trio_mcp.protocol import AuthorizationRequired, CredentialsRefused
 from trio_mcp.transports._base import ConnectionEnded
 from trio_mcp.transports.http import HttpParameters, open_sse_transport
@@ -37,7 +37,7 @@ from trio_mcp.transports.oauth import (
 
 @asynccontextmanager
 async def signer_for(
-    url: str, prompt: AuthorizationPrompt | None = headless_prompt
+    url: str, prompt: AuthorizationPrompt | None = headless_sign_in
 ) -> AsyncIterator[Authorizer]:
     authorizer = Authorizer(
         server="srv",
@@ -58,7 +58,7 @@ def params(url: str, signer: Authorizer) -> HttpParameters:
 
 async def test_a_401_signs_in_and_the_same_initialize_goes_again() -> None:
     mcp = FakeMcpHttp()
-    async with serve_oauth(FakeOAuth(mcp=mcp)) as fake, signer_for(fake.mcp_url) as signer:
+    async with FakeOAuthServer(mcp=mcp).serve() as fake, signer_for(fake.mcp_url) as signer:
         async with opened(params(fake.mcp_url, signer)) as (t, inbox):
             await initialize(t, inbox)
             await t.send(call(2, "echo", text="signed in"))
@@ -72,7 +72,7 @@ async def test_a_401_signs_in_and_the_same_initialize_goes_again() -> None:
 
 async def test_without_a_sign_in_the_initialize_fails_with_authorization_required() -> None:
     async with (
-        serve_oauth(FakeOAuth(mcp=FakeMcpHttp())) as fake,
+        FakeOAuthServer(mcp=FakeMcpHttp()).serve() as fake,
         signer_for(fake.mcp_url, prompt=None) as signer,
         opened(params(fake.mcp_url, signer)) as (t, inbox),
     ):
@@ -93,7 +93,7 @@ async def test_without_a_sign_in_the_initialize_fails_with_authorization_require
 async def test_a_call_refused_without_a_bearer_challenge_fails_with_credentials_refused() -> None:
     mcp = FakeMcpHttp(get_stream=False)  # no GET stream: the call alone meets the refusal
     async with (
-        serve_oauth(FakeOAuth(mcp=mcp)) as fake,
+        FakeOAuthServer(mcp=mcp).serve() as fake,
         signer_for(fake.mcp_url) as signer,
         opened(params(fake.mcp_url, signer)) as (t, inbox),
     ):
@@ -115,10 +115,10 @@ async def test_a_call_refused_without_a_bearer_challenge_fails_with_credentials_
 
 async def test_legacy_sse_signs_in_on_the_event_stream_and_the_posts() -> None:
     legacy = FakeLegacySse()
-    fake = FakeOAuth(mcp=legacy, prm_at="root")
-    async with serve_oauth(fake):
-        assert fake.rs is not None
-        url = f"{fake.rs.base}/sse"
+    fake = FakeOAuthServer(mcp=legacy, prm_at="root")
+    async with fake.serve():
+        assert fake.resource_server is not None
+        url = f"{fake.resource_server.base}/sse"
         async with signer_for(url) as signer, open_sse_transport(params(url, signer)) as t:
             await t.send(call(1, "echo", text="old"))
             with trio.fail_after(5):
@@ -132,10 +132,10 @@ async def test_legacy_sse_signs_in_on_the_event_stream_and_the_posts() -> None:
 
 
 async def test_legacy_sse_without_a_sign_in_fails_the_connection_attempt_with_it() -> None:
-    fake = FakeOAuth(mcp=FakeLegacySse(), prm_at="root")
-    async with serve_oauth(fake):
-        assert fake.rs is not None
-        url = f"{fake.rs.base}/sse"
+    fake = FakeOAuthServer(mcp=FakeLegacySse(), prm_at="root")
+    async with fake.serve():
+        assert fake.resource_server is not None
+        url = f"{fake.resource_server.base}/sse"
         async with signer_for(url, prompt=None) as signer:
             with pytest.raises(AuthorizationRequired, match="trio-mcp login srv"):
                 async with open_sse_transport(params(url, signer)):

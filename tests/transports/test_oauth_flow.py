@@ -1,4 +1,4 @@
-"""The Authorizer against the fake OAuth world (tests/transports/oauth_fake.py) on 127.0.0.1:
+"""The Authorizer against the fake OAuth world (``FakeOAuthServer``) on 127.0.0.1:
 discovery, registration, the authorization code flow, the issuer and state rules, step-up,
 refresh (one per expiry), client credentials, DPoP, the device grant, logout and status.
 
@@ -12,13 +12,13 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
 import trio
 
-from tests.transports.oauth_fake import FakeOAuth, form_of, headless_prompt, serve_oauth
+from trio_mcp.actors.testing import FakeOAuthServer, headless_sign_in
 from trio_mcp.protocol import (
     AuthorizationRequired,
     CredentialsRefused,
@@ -59,10 +59,10 @@ class Clock:
 
 @asynccontextmanager
 async def authorizer(
-    fake: FakeOAuth,
+    fake: FakeOAuthServer,
     *,
     settings: OAuthSettings | None = None,
-    prompt: AuthorizationPrompt | None = headless_prompt,
+    prompt: AuthorizationPrompt | None = headless_sign_in,
     store: TokenStore | None = None,
     clock: Clock | None = None,
 ) -> AsyncIterator[Authorizer]:
@@ -89,13 +89,13 @@ async def post(signer: Authorizer, url: str, body: bytes = b'{"x": 1}') -> httpx
 
 
 async def test_a_401_discovers_registers_and_signs_in_through_the_prompt() -> None:
-    async with serve_oauth(FakeOAuth(challenge_scope="mcp:read")) as fake:
+    async with FakeOAuthServer(challenge_scope="mcp:read").serve() as fake:
         async with authorizer(fake) as signer:
             response = await post(signer, fake.mcp_url)
             again = await post(signer, fake.mcp_url)
         assert (response.status_code, again.status_code) == (200, 200)
         # PRM from the challenge, RFC 8414 metadata, one registration, one authorization
-        assert fake.count("/.well-known/oauth-protected-resource/mcp", "rs") == 1
+        assert fake.count("/.well-known/oauth-protected-resource/mcp", "resource") == 1
         assert fake.count("/.well-known/oauth-authorization-server") == 1
         (registration,) = fake.registrations
         assert registration["application_type"] == "native"
@@ -123,18 +123,18 @@ async def test_a_401_discovers_registers_and_signs_in_through_the_prompt() -> No
 
 
 async def test_the_request_body_is_sent_again_after_the_401() -> None:
-    async with serve_oauth() as fake, authorizer(fake) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake) as signer:
         await post(signer, fake.mcp_url, b'{"jsonrpc": "2.0", "id": 7}')
         first, second = fake.resource_requests
         assert first.body == second.body == b'{"jsonrpc": "2.0", "id": 7}'
 
 
 async def test_without_a_prompt_a_sign_in_is_required_with_the_command() -> None:
-    async with serve_oauth() as fake, authorizer(fake, prompt=None) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake, prompt=None) as signer:
         with pytest.raises(AuthorizationRequired) as caught:
             await post(signer, fake.mcp_url)
         assert caught.value.hint == "trio-mcp login srv"
-        assert str(caught.value).endswith("run `trio-mcp login srv`")
+        assert str(caught.value).endswith("; to sign in, run: trio-mcp login srv")
         status = signer.status()
         assert (status.state, status.hint) == (AuthState.NEEDS_AUTH, "trio-mcp login srv")
         assert fake.count("/authorize") == 0 and fake.registrations == []
@@ -142,7 +142,7 @@ async def test_without_a_prompt_a_sign_in_is_required_with_the_command() -> None
 
 @pytest.mark.parametrize("challenge", ["", 'Basic realm="x"'])
 async def test_a_401_without_a_bearer_challenge_is_refused_credentials(challenge: str) -> None:
-    async with serve_oauth(FakeOAuth(raw_challenge=challenge)) as fake, authorizer(fake) as signer:
+    async with FakeOAuthServer(raw_challenge=challenge).serve() as fake, authorizer(fake) as signer:
         with pytest.raises(CredentialsRefused) as caught:
             await post(signer, fake.mcp_url)
     assert "the server refused the credentials" in str(caught.value)
@@ -151,25 +151,25 @@ async def test_a_401_without_a_bearer_challenge_is_refused_credentials(challenge
 
 
 async def test_without_a_challenge_url_the_path_then_the_root_prm_is_tried() -> None:
-    fake = FakeOAuth(prm_at="root", challenge_names_prm=False)
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(prm_at="root", challenge_names_prm=False)
+    async with fake.serve(), authorizer(fake) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
-        assert fake.rs is not None
-        paths = [r.path for r in fake.rs.requests if r.method == "GET"]
+        assert fake.resource_server is not None
+        paths = [r.path for r in fake.resource_server.requests if r.method == "GET"]
         assert paths == [
             "/.well-known/oauth-protected-resource/mcp",
             "/.well-known/oauth-protected-resource",
         ]
         # the root PRM names the origin as its resource: that is what is asked for
-        assert fake.authorizations[0]["resource"] == fake.rs.base
+        assert fake.authorizations[0]["resource"] == fake.resource_server.base
 
 
 async def test_oidc_metadata_under_a_path_is_found_in_the_2025_11_25_order() -> None:
-    fake = FakeOAuth(as_path="/tenant1", metadata_kind="oidc")
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(as_path="/tenant1", metadata_kind="oidc")
+    async with fake.serve(), authorizer(fake) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
-        assert fake.auth is not None
-        assert [r.path for r in fake.auth.requests if r.method == "GET"][:3] == [
+        assert fake.authorization_server is not None
+        assert [r.path for r in fake.authorization_server.requests if r.method == "GET"][:3] == [
             "/.well-known/oauth-authorization-server/tenant1",
             "/.well-known/openid-configuration/tenant1",
             "/tenant1/.well-known/openid-configuration",
@@ -177,29 +177,29 @@ async def test_oidc_metadata_under_a_path_is_found_in_the_2025_11_25_order() -> 
 
 
 async def test_without_prm_the_2025_03_26_defaults_apply() -> None:
-    fake = FakeOAuth(prm_at=None, iss="omit")
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer(prm_at=None, iss="omit")
+    async with fake.serve():
         # The resource server is also the authorization server in that revision.
-        assert fake.rs is not None and fake.auth is not None
-        fake.rs.handler, rs_handler = _both(fake), fake.rs.handler
+        assert fake.resource_server is not None and fake.authorization_server is not None
+        fake.resource_server.handler, rs_handler = _both(fake), fake.resource_server.handler
         async with authorizer(fake) as signer:
             assert (await post(signer, fake.mcp_url)).status_code == 200
         assert rs_handler is not None
-        assert [r.path for r in fake.rs.requests if r.method == "POST"][:3] == [
+        assert [r.path for r in fake.resource_server.requests if r.method == "POST"][:3] == [
             "/mcp",
             "/register",
             "/token",
         ]
 
 
-def _both(fake: FakeOAuth) -> Any:
+def _both(fake: FakeOAuthServer) -> Any:
     """The resource and a metadata-less authorization server on one origin."""
 
     async def handle(request: Any, reply: Any) -> None:
         if request.path in ("/authorize", "/token", "/register"):
-            await fake.handle_as(request, reply)
+            await fake.handle_authorization(request, reply)
         else:
-            await fake.handle_rs(request, reply)
+            await fake.handle_resource(request, reply)
 
     return handle
 
@@ -224,8 +224,8 @@ def _both(fake: FakeOAuth) -> Any:
 async def test_hostile_metadata_is_refused_before_any_credential_is_sent(
     changes: dict[str, Any], body: bytes | None, words: str
 ) -> None:
-    fake = FakeOAuth(metadata_changes=changes, metadata_body=body)
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(metadata_changes=changes, metadata_body=body)
+    async with fake.serve(), authorizer(fake) as signer:
         with pytest.raises(OAuthMetadataError, match=words):
             await post(signer, fake.mcp_url)
         assert fake.registrations == [] and fake.authorizations == []
@@ -236,8 +236,8 @@ async def test_hostile_metadata_is_refused_before_any_credential_is_sent(
 
 
 async def test_a_prm_about_another_resource_is_refused() -> None:
-    fake = FakeOAuth(prm_resource="https://evil.example/mcp")
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(prm_resource="https://evil.example/mcp")
+    async with fake.serve(), authorizer(fake) as signer:
         with pytest.raises(OAuthMetadataError, match="not this server"):
             await post(signer, fake.mcp_url)
         assert fake.authorizations == []
@@ -257,10 +257,10 @@ async def test_a_prm_about_another_resource_is_refused() -> None:
     ],
 )
 async def test_the_iss_of_the_redirect_follows_rfc_9207(
-    iss: str, supported: bool, ok: bool
+    iss: Literal["correct", "omit", "wrong"], supported: bool, ok: bool
 ) -> None:
-    fake = FakeOAuth(iss=iss, iss_supported=supported)
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(iss=iss, iss_supported=supported)
+    async with fake.serve(), authorizer(fake) as signer:
         if ok:
             assert (await post(signer, fake.mcp_url)).status_code == 200
         else:
@@ -271,10 +271,10 @@ async def test_the_iss_of_the_redirect_follows_rfc_9207(
 
 async def test_a_redirect_with_another_state_is_refused() -> None:
     async def forged(request: AuthorizationRequest) -> str:
-        answer = await headless_prompt(request)
+        answer = await headless_sign_in(request)
         return answer.replace("state=", "state=x")
 
-    async with serve_oauth() as fake, authorizer(fake, prompt=forged) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake, prompt=forged) as signer:
         with pytest.raises(OAuthFlowError, match="state") as caught:
             await post(signer, fake.mcp_url)
         assert caught.value.error == "state_mismatch"
@@ -286,11 +286,11 @@ async def test_a_prompt_that_fails_fails_the_sign_in_not_the_actor() -> None:
     async def broken(request: AuthorizationRequest) -> str:
         raise RuntimeError("the window was closed")
 
-    async with serve_oauth() as fake, authorizer(fake, prompt=broken) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake, prompt=broken) as signer:
         with pytest.raises(OAuthFlowError, match="RuntimeError"):
             await post(signer, fake.mcp_url)
         assert signer.status().state is AuthState.SIGNED_OUT
-        status = await signer.login(headless_prompt, redirect_uri="http://127.0.0.1:9/cb")
+        status = await signer.login(headless_sign_in, redirect_uri="http://127.0.0.1:9/cb")
         assert status.state is AuthState.SIGNED_IN
 
 
@@ -298,11 +298,11 @@ async def test_a_prompt_that_fails_fails_the_sign_in_not_the_actor() -> None:
 
 
 async def test_pre_registered_credentials_use_basic_auth_without_registering() -> None:
-    fake = FakeOAuth(
+    fake = FakeOAuthServer(
         auth_methods=["client_secret_basic"], metadata_changes={"registration_endpoint": None}
     )
     settings = OAuthSettings(client_id="pre", client_secret="s3cret")
-    async with serve_oauth(fake), authorizer(fake, settings=settings) as signer:
+    async with fake.serve(), authorizer(fake, settings=settings) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         assert fake.registrations == []
         assert fake.authorizations[0]["client_id"] == "pre"
@@ -312,8 +312,8 @@ async def test_pre_registered_credentials_use_basic_auth_without_registering() -
 
 
 async def test_client_secret_post_sends_the_secret_in_the_form() -> None:
-    fake = FakeOAuth(auth_methods=["client_secret_post"])
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    fake = FakeOAuthServer(auth_methods=["client_secret_post"])
+    async with fake.serve(), authorizer(fake) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         assert fake.registrations[0]["token_endpoint_auth_method"] == "client_secret_post"
         assert fake.token_requests[0]["client_secret"] == "dynamic-secret-1"
@@ -321,9 +321,9 @@ async def test_client_secret_post_sends_the_secret_in_the_form() -> None:
 
 
 async def test_a_client_id_metadata_document_is_used_where_supported() -> None:
-    fake = FakeOAuth(cimd=True)
+    fake = FakeOAuthServer(cimd=True)
     settings = OAuthSettings(client_metadata_url="https://client.example/meta.json")
-    async with serve_oauth(fake), authorizer(fake, settings=settings) as signer:
+    async with fake.serve(), authorizer(fake, settings=settings) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         assert fake.registrations == []
         assert fake.authorizations[0]["client_id"] == "https://client.example/meta.json"
@@ -331,7 +331,10 @@ async def test_a_client_id_metadata_document_is_used_where_supported() -> None:
 
 async def test_a_new_authorization_server_gets_a_new_registration() -> None:
     store = MemoryTokenStore()
-    async with serve_oauth() as fake, serve_oauth(FakeOAuth(client_prefix="second")) as other:
+    async with (
+        FakeOAuthServer().serve() as fake,
+        FakeOAuthServer(client_prefix="second").serve() as other,
+    ):
         async with authorizer(fake, store=store) as signer:
             assert (await post(signer, fake.mcp_url)).status_code == 200
             fake.moved_to = other  # the resource now trusts another authorization server
@@ -350,31 +353,31 @@ async def test_a_new_authorization_server_gets_a_new_registration() -> None:
 
 async def test_offline_access_is_asked_for_only_when_the_server_lists_it() -> None:
     for listed, expected in ((["mcp", "offline_access"], "mcp offline_access"), (["mcp"], "mcp")):
-        fake = FakeOAuth(prm_scopes=["mcp"], scopes_supported=listed)
-        async with serve_oauth(fake), authorizer(fake) as signer:
+        fake = FakeOAuthServer(prm_scopes=["mcp"], scopes_supported=listed)
+        async with fake.serve(), authorizer(fake) as signer:
             await post(signer, fake.mcp_url)
         assert fake.authorizations[0]["scope"] == expected
 
 
 async def test_no_scope_is_sent_when_nobody_names_one() -> None:
-    async with serve_oauth() as fake, authorizer(fake) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake) as signer:
         await post(signer, fake.mcp_url)
     assert "scope" not in fake.authorizations[0]
 
 
 async def test_a_403_insufficient_scope_reauthorizes_with_the_union() -> None:
-    fake = FakeOAuth(
+    fake = FakeOAuthServer(
         challenge_scope="read", needed=frozenset({"read", "write"}), needed_scope="write"
     )
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    async with fake.serve(), authorizer(fake) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         assert [a.get("scope") for a in fake.authorizations] == ["read", "read write"]
         assert signer.status().scopes == ("read", "write")
 
 
 async def test_step_up_stops_after_max_step_up_with_insufficient_scope() -> None:
-    fake = FakeOAuth(needed=frozenset({"admin"}), needed_scope="admin")
-    async with serve_oauth(fake), authorizer(fake, settings=OAuthSettings(max_step_up=2)) as signer:
+    fake = FakeOAuthServer(needed=frozenset({"admin"}), needed_scope="admin")
+    async with fake.serve(), authorizer(fake, settings=OAuthSettings(max_step_up=2)) as signer:
         # the server grants "admin" at the authorization server but the resource never
         # accepts it: make it need a scope nobody gets
         fake.needed = frozenset({"never"})
@@ -386,9 +389,9 @@ async def test_step_up_stops_after_max_step_up_with_insufficient_scope() -> None
 
 
 async def test_without_a_prompt_step_up_is_insufficient_scope_at_once() -> None:
-    fake = FakeOAuth(needed=frozenset({"admin"}), needed_scope="admin")
+    fake = FakeOAuthServer(needed=frozenset({"admin"}), needed_scope="admin")
     store = MemoryTokenStore()
-    async with serve_oauth(fake):
+    async with fake.serve():
         async with authorizer(fake, store=store) as signer:
             fake.needed = frozenset()
             await post(signer, fake.mcp_url)
@@ -402,15 +405,15 @@ async def test_without_a_prompt_step_up_is_insufficient_scope_at_once() -> None:
 # --------------------------------------------------------------------------- refresh
 
 
-async def _signed_in(fake: FakeOAuth, store: TokenStore, clock: Clock) -> None:
+async def _signed_in(fake: FakeOAuthServer, store: TokenStore, clock: Clock) -> None:
     async with authorizer(fake, store=store, clock=clock) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
 
 
 async def test_two_tasks_finding_the_token_expired_refresh_once() -> None:
     store, clock = MemoryTokenStore(), Clock()
-    fake = FakeOAuth(token_delay=0.05)
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer(token_delay=0.05)
+    async with fake.serve():
         await _signed_in(fake, store, clock)
         clock.now += 3600
         async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
@@ -431,8 +434,8 @@ async def test_two_tasks_finding_the_token_expired_refresh_once() -> None:
 async def test_a_refresh_token_is_kept_when_not_rotated_and_replaced_when_rotated() -> None:
     for rotate in (False, True):
         store, clock = MemoryTokenStore(), Clock()
-        fake = FakeOAuth(rotate=rotate)
-        async with serve_oauth(fake):
+        fake = FakeOAuthServer(rotate=rotate)
+        async with fake.serve():
             await _signed_in(fake, store, clock)
             (before,) = await store.list()
             clock.now += 3600
@@ -447,8 +450,8 @@ async def test_a_refresh_token_is_kept_when_not_rotated_and_replaced_when_rotate
 
 async def test_invalid_grant_on_refresh_needs_auth_and_leaves_the_record() -> None:
     store, clock = MemoryTokenStore(), Clock()
-    fake = FakeOAuth()
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer()
+    async with fake.serve():
         await _signed_in(fake, store, clock)
         fake.refresh_error = "invalid_grant"
         clock.now += 3600
@@ -463,8 +466,8 @@ async def test_invalid_grant_on_refresh_needs_auth_and_leaves_the_record() -> No
 
 async def test_an_unreachable_authorization_server_on_refresh_keeps_the_record() -> None:
     store, clock = MemoryTokenStore(), Clock()
-    fake = FakeOAuth()
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer()
+    async with fake.serve():
         await _signed_in(fake, store, clock)
         (before,) = await store.list()
         fake.token_broken = True
@@ -472,8 +475,8 @@ async def test_an_unreachable_authorization_server_on_refresh_keeps_the_record()
         async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
             with pytest.raises(RefreshUnreachable, match="the stored sign-in is kept"):
                 await post(signer, fake.mcp_url)
-            assert fake.auth is not None
-            await fake.auth.kill()
+            assert fake.authorization_server is not None
+            await fake.authorization_server.kill()
             with pytest.raises(RefreshUnreachable, match="could not be reached"):
                 await post(signer, fake.mcp_url)
     assert await store.list() == (before,)
@@ -481,8 +484,8 @@ async def test_an_unreachable_authorization_server_on_refresh_keeps_the_record()
 
 async def test_a_newer_revision_saved_meanwhile_is_used_instead_of_refreshing() -> None:
     store, clock = MemoryTokenStore(), Clock()
-    fake = FakeOAuth()
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer()
+    async with fake.serve():
         await _signed_in(fake, store, clock)
         async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
             await post(signer, fake.mcp_url)  # loads the credential
@@ -505,11 +508,11 @@ async def test_a_newer_revision_saved_meanwhile_is_used_instead_of_refreshing() 
 
 
 async def test_client_credentials_sign_in_on_their_own_with_basic_auth() -> None:
-    fake = FakeOAuth(auth_methods=["client_secret_basic"], client_secret="s3cret")
+    fake = FakeOAuthServer(auth_methods=["client_secret_basic"], client_secret="s3cret")
     settings = OAuthSettings(
         client_id="registered-client", client_secret="s3cret", grant=Grant.CLIENT_CREDENTIALS
     )
-    async with serve_oauth(fake), authorizer(fake, settings=settings, prompt=None) as signer:
+    async with fake.serve(), authorizer(fake, settings=settings, prompt=None) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         assert [t["grant_type"] for t in fake.token_requests] == ["client_credentials"]
         assert fake.token_headers[0]["authorization"].startswith("Basic ")
@@ -520,11 +523,11 @@ async def test_client_credentials_sign_in_on_their_own_with_basic_auth() -> None
 
 async def test_client_credentials_with_private_key_jwt() -> None:
     key = DPoPKey.generate().to_pem()
-    fake = FakeOAuth(auth_methods=["private_key_jwt"])
+    fake = FakeOAuthServer(auth_methods=["private_key_jwt"])
     settings = OAuthSettings(
         client_id="registered-client", private_key=key, grant=Grant.CLIENT_CREDENTIALS
     )
-    async with serve_oauth(fake), authorizer(fake, settings=settings, prompt=None) as signer:
+    async with fake.serve(), authorizer(fake, settings=settings, prompt=None) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         form = fake.token_requests[0]
         assert form["client_assertion_type"].endswith("jwt-bearer")
@@ -532,8 +535,8 @@ async def test_client_credentials_with_private_key_jwt() -> None:
 
 
 async def test_dpop_binds_the_token_and_answers_nonces_at_both_servers() -> None:
-    fake = FakeOAuth(dpop_nonce="n-1")
-    async with serve_oauth(fake), authorizer(fake, settings=OAuthSettings(dpop=True)) as signer:
+    fake = FakeOAuthServer(dpop_nonce="n-1")
+    async with fake.serve(), authorizer(fake, settings=OAuthSettings(dpop=True)) as signer:
         assert (await post(signer, fake.mcp_url)).status_code == 200
         # the token request was sent twice (use_dpop_nonce), both times with a proof
         assert len(fake.token_requests) == 2
@@ -556,13 +559,13 @@ async def test_dpop_binds_the_token_and_answers_nonces_at_both_servers() -> None
 async def test_the_device_grant_polls_until_approved(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    fake = FakeOAuth(device=True, device_pending=2)
+    fake = FakeOAuthServer(device=True, device_pending=2)
     shown: list[DeviceAuthorization] = []
 
     async def show(device: DeviceAuthorization) -> None:
         shown.append(device)
 
-    async with serve_oauth(fake), authorizer(fake) as signer:
+    async with fake.serve(), authorizer(fake) as signer:
         start = trio.current_time()
         status = await signer.login_device(show)
         took = trio.current_time() - start
@@ -576,7 +579,7 @@ async def test_the_device_grant_polls_until_approved(
 
 
 async def test_the_device_grant_needs_a_server_that_offers_it() -> None:
-    async with serve_oauth() as fake, authorizer(fake) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake) as signer:
         with pytest.raises(OAuthFlowError, match="no device authorization"):
             await signer.login_device(_ignore)
 
@@ -588,7 +591,7 @@ async def _ignore(device: DeviceAuthorization) -> None:
 async def test_logout_forgets_every_credential_of_the_server() -> None:
     store = MemoryTokenStore()
     async with (
-        serve_oauth() as fake,
+        FakeOAuthServer().serve() as fake,
         open_authorizer(
             server="srv",
             settings=OAuthSettings(),
@@ -596,7 +599,7 @@ async def test_logout_forgets_every_credential_of_the_server() -> None:
             http=HttpParameters(url=fake.mcp_url),
         ) as signer,
     ):
-        status = await signer.login(headless_prompt, redirect_uri="http://127.0.0.1:5/cb")
+        status = await signer.login(headless_sign_in, redirect_uri="http://127.0.0.1:5/cb")
         assert status.state is AuthState.SIGNED_IN
         assert fake.authorizations[0]["redirect_uri"] == "http://127.0.0.1:5/cb"
         assert await signer.logout() is True
@@ -607,7 +610,7 @@ async def test_logout_forgets_every_credential_of_the_server() -> None:
 
 async def test_a_stored_credential_of_another_server_is_never_used() -> None:
     store = MemoryTokenStore()
-    async with serve_oauth() as fake:
+    async with FakeOAuthServer().serve() as fake:
         key = CredentialKey(server="other", resource=fake.mcp_url, issuer=fake.issuer)
         fake.tokens["access-theirs"] = frozenset()
         await store.save(Credential(key=key, tokens=TokenRecord(access_token="access-theirs")))
@@ -618,23 +621,23 @@ async def test_a_stored_credential_of_another_server_is_never_used() -> None:
 
 
 async def test_no_token_goes_to_another_origin() -> None:
-    async with serve_oauth() as fake, authorizer(fake) as signer:
+    async with FakeOAuthServer().serve() as fake, authorizer(fake) as signer:
         await post(signer, fake.mcp_url)
-        assert fake.auth is not None
-        await post(signer, f"{fake.auth.base}/elsewhere")
-        assert fake.auth.requests[-1].header("authorization") is None
+        assert fake.authorization_server is not None
+        await post(signer, f"{fake.authorization_server.base}/elsewhere")
+        assert fake.authorization_server.requests[-1].header("authorization") is None
 
 
 async def test_errors_and_status_hold_no_secret() -> None:
-    fake = FakeOAuth(refresh_error="invalid_grant")
+    fake = FakeOAuthServer(refresh_error="invalid_grant")
     store, clock = MemoryTokenStore(), Clock()
-    async with serve_oauth(fake):
+    async with fake.serve():
         await _signed_in(fake, store, clock)
         clock.now += 3600
         async with authorizer(fake, store=store, clock=clock, prompt=None) as signer:
             with pytest.raises(AuthorizationRequired) as caught:
                 await post(signer, fake.mcp_url)
-            shown = f"{caught.value} {signer.status()!r} {signer!r} {form_of}"
+            shown = f"{caught.value} {signer.status()!r} {signer!r}"
     assert "access-" not in shown and "refresh-" not in shown and "code-" not in shown
 
 
@@ -643,8 +646,8 @@ async def test_two_processes_sharing_a_store_refresh_once(tmp_path: Any) -> None
     # a request at the same time: one refreshes under the store's lock, the other finds the
     # newer revision (however they interleave), so the token endpoint sees one refresh.
     store = FileTokenStore(tmp_path)
-    fake = FakeOAuth(token_delay=0.2)
-    async with serve_oauth(fake):
+    fake = FakeOAuthServer(token_delay=0.2)
+    async with fake.serve():
         async with authorizer(fake, store=store) as signer:
             assert (await post(signer, fake.mcp_url)).status_code == 200
         peer = Path(__file__).with_name("oauth_refresher.py")

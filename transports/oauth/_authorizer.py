@@ -215,7 +215,9 @@ class _Auth(httpx.Auth):
                 nonce = seen[:_MAX_NONCE]
                 owner._tell(_NonceSeen(origin=owner._origin, nonce=nonce))
             status = response.status_code
-            if status not in (401, 403):
+            if status not in (401, 403) or request.method == "DELETE":
+                # A DELETE ends a session, best effort: its refusal never starts a sign-in
+                # (after a logout, the closing connection's DELETE would sign in again).
                 return
             challenges = parse_www_authenticate(response.headers.get_list("www-authenticate"))
             if status == 403:
@@ -580,8 +582,8 @@ class Authorizer:
             return self._grant()
         if self._prompt is None:
             raise AuthorizationRequired(
-                f"the server {self._server!r} needs a sign-in at {metadata.issuer}: "
-                f"run `{self._hint}`",
+                f"the server {self._server!r} needs a sign-in at {metadata.issuer}; to sign in, "
+                f"run: {self._hint}",
                 server=self._server,
                 hint=self._hint,
             )
@@ -962,8 +964,8 @@ class Authorizer:
                     return
                 self._credential = attrs.evolve(current, tokens=None)
                 raise AuthorizationRequired(
-                    f"the token of {self._server!r} ran out and there is no refresh token: "
-                    f"run `{self._hint}`",
+                    f"the token of {self._server!r} ran out and there is no refresh token; to "
+                    f"sign in again, run: {self._hint}",
                     server=self._server,
                     hint=self._hint,
                 )
@@ -990,7 +992,7 @@ class Authorizer:
                     self._credential = attrs.evolve(current, tokens=None)
                     raise AuthorizationRequired(
                         f"the authorization server refused to refresh the token of "
-                        f"{self._server!r} ({exc.error}): sign in again with `{self._hint}`",
+                        f"{self._server!r} ({exc.error}); to sign in again, run: {self._hint}",
                         server=self._server,
                         hint=self._hint,
                     ) from exc

@@ -15,6 +15,13 @@ from ._approvals import (
 from ._backoff import (
     RetryPolicy,
 )
+from ._callpolicy import (
+    ErrorAction,
+    ErrorPolicy,
+    ErrorRule,
+    parse_error_policy,
+    parse_error_rules,
+)
 from ._config import (
     CATALOG_SHAPES,
     DEFAULT_CALL_TIMEOUT,
@@ -68,6 +75,9 @@ __all__ = [
     "PROFILES",
     "CatalogShape",
     "ConfigShape",
+    "ErrorAction",
+    "ErrorPolicy",
+    "ErrorRule",
     "ExtraServers",
     "LoadedConfig",
     "NetworkPolicy",
@@ -91,6 +101,8 @@ __all__ = [
     "load_echo_config",
     "load_mcp_json",
     "login_hint",
+    "parse_error_policy",
+    "parse_error_rules",
     "parse_rules",
     "project_config_path",
     "redacted_config",

@@ -25,6 +25,11 @@ from ._events import (
     ToolRefusal,
     ToolsChanged,
 )
+from ._hooks import (
+    CallHook,
+    CallNext,
+    ToolCallRequest,
+)
 from ._naming import (
     registered_name,
 )
@@ -81,6 +86,8 @@ from ._taskstore import (
 __all__ = [
     "DEFAULT_OAUTH",
     "USE_DEFAULT",
+    "CallHook",
+    "CallNext",
     "ElicitationCallback",
     "Event",
     "EventSubscription",
@@ -119,6 +126,7 @@ __all__ = [
     "TaskInfo",
     "TaskRecord",
     "TaskStatusChanged",
+    "ToolCallRequest",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",

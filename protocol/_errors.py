@@ -42,6 +42,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   ├── ToolNotFound                 no registered tool has that name
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
     │   ├── InvalidToolOutput            its structuredContent breaks its outputSchema (.result)
+    │   ├── CallHookFailed               a host's call hook raised or answered wrongly (.hook)
     │   └── McpCatalogError              a resource or prompt operation failed; ``kind`` says how
     ├── AuthorizationError               OAuth 2.1 sign-in to an HTTP server failed; ``server``
     │   ├── AuthorizationRequired        nobody is signed in, or the sign-in ran out: the server is
@@ -70,6 +71,7 @@ __all__ = [
     "AuthorizationError",
     "AuthorizationRequired",
     "CallError",
+    "CallHookFailed",
     "CallTimeout",
     "ConfigError",
     "ConnectError",
@@ -605,6 +607,25 @@ class ToolExecutionError(CallError):
 
     Raised only by ``result.raise_for_error()``; a call returns such results as data.
     """
+
+
+class CallHookFailed(CallError):
+    """A call hook the host gave (``open_runtime(hooks=...)``, ``AgentSurface(hooks=...)``)
+    raised an exception that is not an :class:`McpError`, or returned something other than a
+    ``CallToolResult``, so the call failed. ``hook`` names the hook; the hook's own exception is
+    the ``__cause__``. The runtime and the other calls go on."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hook: str,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.hook = hook
 
 
 class InvalidToolOutput(CallError):

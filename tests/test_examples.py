@@ -164,6 +164,29 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
     assert "('{\"x\":1}', False)" in lines
     assert "(\"there is no tool named 'mcp_demo_grete'\", True)" in lines
     assert "progress 4/4 step 4 of 4" in lines
+    # Call hooks, the error policy, many servers.
+    hooks = lines.index("-> runtime mcp_kv_get kv/get {'key': 'a'} 1")
+    assert lines[hooks : hooks + 4] == [
+        "-> runtime mcp_kv_get kv/get {'key': 'a'} 1",
+        '<- {"key":"a"}',
+        "{'example.com/trace': 't1', 'example.com/tenant': 'acme'}",
+        "tool_error deleting is turned off for this session",
+    ]
+    assert lines[hooks + 4 : hooks + 10] == [
+        "-> runtime mcp_flaky_fetch flaky/fetch {'id': 7} 2",
+        '<- {"id":7}',
+        "-> runtime mcp_flaky_pay flaky/pay {'amount': 5} 1",
+        "<- ",
+        "raised to the host: ToolExecutionError flaky",
+        '{"id":7}',
+    ]
+    assert lines[hooks + 10 : hooks + 15] == [
+        "('fast',) ('slow', 'down')",
+        "('fast', 'slow') ('down',) False",
+        "ConnectError",
+        "('down',)",
+        "2 of 3 servers are ready",
+    ]
     # Tasks: a handle started, polled and awaited; then one resumed from the task store.
     assert "task-1 working" in lines
     assert "progress 1/? completed" in lines

@@ -118,7 +118,8 @@ _ENVELOPE: Final = 1_000
 #: What became of one model-facing call: ``ok``, ``tool_error`` (the tool ran and reported an
 #: error), ``invalid_output`` (the tool ran, but its structured result breaks its
 #: ``outputSchema``), ``refused`` (the permission decision), or a failure: ``not_found``,
-#: ``unavailable``, ``timeout``, ``disconnected``, ``rpc_error``, ``error`` (another protocol or
+#: ``unavailable``, ``timeout``, ``disconnected``, ``rpc_error``, ``hook_error`` (a call hook of
+#: the host failed), ``error`` (another protocol or
 #: transport failure), ``closed`` (the runtime), and the catalog kinds ``unknown_server``,
 #: ``hidden``, ``too_large``, ``server_error``, ``invalid``.
 ModelToolStatus = Literal[
@@ -131,6 +132,7 @@ ModelToolStatus = Literal[
     "timeout",
     "disconnected",
     "rpc_error",
+    "hook_error",
     "error",
     "closed",
     "unknown_server",

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from ...protocol._errors import (
+    CallHookFailed,
     CallTimeout,
     InvalidToolOutput,
     McpError,
@@ -33,7 +34,9 @@ from ...protocol._errors import (
     ToolNotFound,
 )
 from ...protocol._types import CallToolResult
+from ..config._callpolicy import failure_kind
 from ..config._config import CatalogShape
+from ..runtime._hooks import CallHook, ToolCallRequest, as_hooks, run_hooks
 from ..runtime._registry import RegisteredTool
 from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
@@ -88,6 +91,9 @@ class AgentSurface:
     #: Deferred loading for a large catalogue (see :class:`ToolSearch`); None: every tool is
     #: offered on every turn.
     tool_search: ToolSearch | None = attrs.field(default=None, kw_only=True)
+    #: Call hooks around this surface's calls of MCP tools (after the permission decision,
+    #: outside the runtime's own hooks), the first outermost: see :class:`CallHook`.
+    hooks: tuple[CallHook, ...] = attrs.field(default=(), kw_only=True, converter=as_hooks)
     _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
     _catalog: Catalog = attrs.field(init=False)
     _skills: SkillShelf = attrs.field(init=False)
@@ -234,8 +240,11 @@ class AgentSurface:
         wait_ready: float | None = None,
     ) -> ModelToolResult:
         """Make the model's call of ``name`` (an MCP tool or a resource or prompt tool of
-        :meth:`model_tools`) and return what the model should read. Never raises for a failure
-        of the call: every outcome is a :class:`ModelToolResult` with a ``status``.
+        :meth:`model_tools`) and return what the model should read. Does not raise for a failure
+        of the call (every outcome is a :class:`ModelToolResult` with a ``status``) unless the
+        error policy says ``raise`` (``RuntimeConfig.error_policy_for``): then a tool error
+        raises :class:`ToolExecutionError`, and a timeout, an unknown outcome or a call not
+        sent raises its own error.
 
         First the permission decision: the rules (``config.permission_rules``, first match
         wins), the profile (``public_gateway`` and ``daemon`` deny the ``mcp.call`` capability
@@ -243,13 +252,14 @@ class AgentSurface:
         host's ``approve`` callback (none: refused); an approval holds for that definition of
         the tool until a re-listing changes it (then the host is asked again and told what
         changed). A refused call is not sent: the model reads the decision and its reason. Then
-        the call (as ``rt.call``, with ``timeout``, ``progress`` and ``wait_ready``), and the
+        the call, through the surface's ``hooks`` (then as ``rt.call``, with ``timeout``,
+        ``progress`` and ``wait_ready``, the runtime's own hooks and retries), and the
         result rendered (text, media, resource links, structured content, the size budget,
         binary payloads saved under :attr:`output_dir`; the injection banner for servers that
         are not trusted). A result whose structured content breaks the tool's ``outputSchema``
         is a tool error (status ``invalid_output``) that gives the reasons before the result.
         ToolNotFound, ServerUnavailable, CallTimeout, ServerDisconnected,
-        RpcError and RuntimeClosed become results too."""
+        RpcError, CallHookFailed and RuntimeClosed become results too."""
         if self.runtime.state is not RuntimeState.OPEN:
             return _failure(name, "closed", "the MCP runtime is closed; the call was not made")
         if arguments is None:
@@ -271,6 +281,7 @@ class AgentSurface:
         try:
             registered = await self.runtime.lookup(name, wait_ready=wait_ready)
         except ServerUnavailable as exc:
+            self._raise_if_policy_says(name, exc)
             return _failure(name, "unavailable", str(exc))
         except ToolNotFound:
             return _failure(
@@ -281,14 +292,35 @@ class AgentSurface:
         decision = await self.authorize(registered, arguments)
         if decision.outcome != "allow":
             return await self._refused(name, decision, registered.server)
-        try:
-            result = await self.runtime.call(
-                name, arguments, timeout=timeout, progress=progress, wait_ready=wait_ready
+
+        async def send(call: ToolCallRequest) -> CallToolResult:
+            return await self.runtime.call(
+                name,
+                call.arguments,
+                timeout=timeout,
+                progress=progress,
+                wait_ready=wait_ready,
+                meta=call.meta or None,
             )
+
+        request = ToolCallRequest(
+            name=name,
+            server=registered.server,
+            tool=registered.wire_name,
+            arguments=arguments,
+            via="agent",
+        )
+        try:
+            result = await run_hooks(self.hooks, request, send)
         except InvalidToolOutput as exc:
             return await self._invalid_output(name, exc, decision, registered.server)
         except McpError as exc:
+            self._raise_if_policy_says(name, exc)
             return _failure(name, _status_of(exc), str(exc), decision, registered.server)
+        if result.is_error:
+            policy = self.runtime.config.error_policy_for(name, registered.server)
+            if policy.tool_error == "raise":
+                result.raise_for_error(server=registered.server)
         rendered = await self._catalog.render(result, registered.server)
         return ModelToolResult(
             name=name,
@@ -300,6 +332,17 @@ class AgentSurface:
             server=registered.server,
             rendered=rendered,
         )
+
+    def _raise_if_policy_says(self, name: str, exc: McpError) -> None:
+        """Raise ``exc`` to the host when the error policy of ``name`` says ``raise`` for its
+        kind of failure (a timeout, an unknown outcome, a call not sent)."""
+        kind = failure_kind(exc)
+        if kind is None:
+            return
+        server = getattr(exc, "server", None)
+        policy = self.runtime.config.error_policy_for(name, server)
+        if getattr(policy, kind) == "raise":
+            raise exc
 
     async def authorize(
         self, tool: RegisteredTool, arguments: Mapping[str, Any] | None = None
@@ -507,6 +550,8 @@ def _status_of(exc: McpError) -> ModelToolStatus:
         return "rpc_error"
     if isinstance(exc, RuntimeClosed):
         return "closed"
+    if isinstance(exc, CallHookFailed):
+        return "hook_error"
     return "error"
 
 
@@ -516,6 +561,7 @@ _FAILURE_TEXT: Final[Mapping[str, str]] = {
     "timeout": "the MCP server did not answer in time",
     "disconnected": "the MCP server disconnected",
     "rpc_error": "the MCP server answered with an error",
+    "hook_error": "a call hook of the host failed",
     "closed": "the MCP runtime is closed",
     "invalid": "the call was not valid",
     "error": "the MCP server could not be used",

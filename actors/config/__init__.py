@@ -15,6 +15,13 @@ from ._approvals import (
 from ._backoff import (
     RetryPolicy,
 )
+from ._callpolicy import (
+    ErrorAction,
+    ErrorPolicy,
+    ErrorRule,
+    parse_error_policy,
+    parse_error_rules,
+)
 from ._config import (
     CATALOG_SHAPES,
     DEFAULT_CALL_TIMEOUT,
@@ -75,6 +82,9 @@ __all__ = [
     "ArgumentShape",
     "CatalogShape",
     "ConfigShape",
+    "ErrorAction",
+    "ErrorPolicy",
+    "ErrorRule",
     "ExtraServers",
     "LoadedConfig",
     "NetworkPolicy",
@@ -99,6 +109,8 @@ __all__ = [
     "load_echo_config",
     "load_mcp_json",
     "login_hint",
+    "parse_error_policy",
+    "parse_error_rules",
     "parse_rules",
     "project_config_path",
     "redacted_config",

@@ -30,6 +30,7 @@ from ...transports._tls import TLS_KEYS, plaintext_problem
 from ...transports.oauth._types import OAuthSettings
 from ._approvals import ProjectOrigin
 from ._backoff import RetryPolicy
+from ._callpolicy import ErrorPolicy, ErrorRule, as_error_rules
 from ._oauth import oauth_problems
 from ._policy import DEFAULT_RENDER_BUDGET, MAX_BLOB_BYTES, PROFILES, PermissionRule, Profile
 from ._redact import REDACTED, looks_secret
@@ -260,6 +261,11 @@ def exactly_one_problem(server: str, *, has_url: bool, has_command: bool) -> str
     )
 
 
+def _check_error_policy(value: object) -> None:
+    if value is not None and not isinstance(value, ErrorPolicy):
+        raise ConfigError(f"error_policy must be an ErrorPolicy, got {type(value).__name__}")
+
+
 @attrs.frozen(kw_only=True)
 class ServerConfig:
     """One MCP server: how to reach it and how to treat it.
@@ -329,6 +335,12 @@ class ServerConfig:
     #: (rename the tool or its arguments, hide arguments with fixed values, set defaults,
     #: rewrite descriptions). Applied before the registration checks; calls are mapped back.
     tool_shapes: Mapping[str, ToolShape] = attrs.field(factory=dict)
+    #: What becomes of this server's calls that fail (tool errors, timeouts, unknown outcomes,
+    #: calls not sent, and their retries); None: the runtime's ``error_policy``. A matching
+    #: rule of ``RuntimeConfig.error_rules`` goes first.
+    error_policy: ErrorPolicy | None = attrs.field(
+        default=None, validator=lambda _i, _a, value: _check_error_policy(value)
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.oauth is not None and self.auth is None:
@@ -634,6 +646,13 @@ class RuntimeConfig:
     #: go to; None: the global one (``opentelemetry.trace.set_tracer_provider``). Unused when
     #: OpenTelemetry is not installed. Not part of the configuration's equality.
     tracer_provider: TracerProvider | None = attrs.field(default=None, eq=False, repr=False)
+    #: What becomes of failed calls (docs/embedding.md "Failed calls: the error policy"): the
+    #: policy of every server that has none of its own...
+    error_policy: ErrorPolicy = attrs.field(
+        factory=ErrorPolicy, validator=lambda _i, _a, value: _check_error_policy(value)
+    )
+    #: ...and rules over registered names (globs), first match wins, before any server's.
+    error_rules: tuple[ErrorRule, ...] = attrs.field(default=(), converter=as_error_rules)
 
     def __attrs_post_init__(self) -> None:
         if self.network_policy not in NETWORK_POLICIES:
@@ -672,11 +691,29 @@ class RuntimeConfig:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ConfigError(f"{key} must be an integer >= {minimum}, got {value!r}")
+        for error_rule in self.error_rules:
+            if not isinstance(error_rule, ErrorRule):
+                raise ConfigError(
+                    f"error_rules must hold ErrorRule objects (parse configuration entries "
+                    f"with parse_error_rules()), got {error_rule!r}"
+                )
         seen: set[str] = set()
         for server in self.servers:
             if server.name in seen:
                 raise McpTransportConfigError(f"server {server.name!r} is configured twice")
             seen.add(server.name)
+
+    def error_policy_for(self, name: str, server: str | None) -> ErrorPolicy:
+        """The error policy of a call of the registered name ``name`` on ``server`` (None when
+        not known): the first matching ``error_rules`` entry, else the server's
+        ``error_policy``, else the runtime's."""
+        for rule in self.error_rules:
+            if rule.matches(name):
+                return rule.policy
+        for config in self.servers:
+            if config.name == server and config.error_policy is not None:
+                return config.error_policy
+        return self.error_policy
 
     def server(self, name: str) -> ServerConfig:
         """The server called ``name``; raises ``KeyError`` when there is none."""

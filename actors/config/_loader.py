@@ -43,6 +43,7 @@ from ...protocol._errors import ConfigError, McpTransportConfigError
 from ...transports._tls import TLS_KEYS, tls_context
 from ...transports.oauth._types import Grant, OAuthSettings
 from ._approvals import APPROVALS_FILE_NAME, project_origin
+from ._callpolicy import ErrorPolicy, parse_error_policy, parse_error_rules
 from ._config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CONNECT_TIMEOUT,
@@ -156,6 +157,7 @@ _COMMON_KEYS: Final = frozenset(
         "max_call_time",
         "protocol",
         "tools",
+        "error_policy",
     }
 )
 _SHAPE_KEYS: Final[Mapping[ConfigShape, frozenset[str]]] = {
@@ -573,6 +575,31 @@ class _Reader:
             for where, message in exc.problems:
                 self.problem(source, where, message)
             return ()
+
+    def error_settings(self, tools: Mapping[str, Any], source: str) -> dict[str, Any]:
+        """The Echo shape's ``tools.mcpErrorPolicy`` (an error policy object) and
+        ``tools.mcpErrorRules`` (``[{"tool": "<glob>", ...policy keys}]``) as options."""
+        options: dict[str, Any] = {}
+        if tools.get("mcpErrorPolicy") is not None:
+            policy, problems = parse_error_policy(
+                tools["mcpErrorPolicy"], source="tools.mcpErrorPolicy"
+            )
+            for where, message in problems:
+                self.problem(source, where, message)
+            if policy is not None:
+                options["error_policy"] = policy
+        rules = tools.get("mcpErrorRules")
+        if rules is None:
+            return options
+        if not isinstance(rules, list):
+            self.problem(source, "tools.mcpErrorRules", f"must be a list, got {_show(rules)}")
+            return options
+        try:
+            options["error_rules"] = parse_error_rules(rules, source="tools.mcpErrorRules")
+        except ConfigError as exc:
+            for where, message in exc.problems:
+                self.problem(source, where, message)
+        return options
 
     def unknown_keys(
         self, section: Mapping[str, Any], known: frozenset[str], source: str, path: str
@@ -1079,6 +1106,12 @@ class _ServerReader:
                 )
             else:
                 options["max_frame_bytes"] = size
+        if data.get("error_policy") is not None:
+            policy, problems = parse_error_policy(data["error_policy"], source="error_policy")
+            for where, message in problems:
+                self.bad(tuple(where.split(".")), message)
+            if policy is not None:
+                options["error_policy"] = policy
         return options
 
     def agentao_timeout(self, value: Any) -> dict[str, Any]:
@@ -1143,6 +1176,7 @@ def _echo(
     )
     options["profile"] = reader.choice(tools, "profile", PROFILES, "default", source, "tools")
     options["allowed_capabilities"] = reader.capabilities(tools.get("allow"), source, "tools.allow")
+    options |= reader.error_settings(tools, source)
     permissions = (
         reader.mapping(root.get("permissions"), source, "permissions", "permissions") or {}
     )
@@ -1504,6 +1538,7 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             "log_level": server.log_level,
             "protocol": server.protocol,
             "max_frame_bytes": server.max_frame_bytes,
+            "error_policy": _policy_view(server.error_policy),
         }
         if server.tool_shapes:
             view["tools"] = shape_view(server.tool_shapes)
@@ -1520,5 +1555,14 @@ def redacted_config(config: RuntimeConfig) -> dict[str, Any]:
             {"tool": rule.pattern, "action": rule.decision} for rule in config.permission_rules
         ],
         "catalog_shape": config.catalog_shape,
+        "error_policy": _policy_view(config.error_policy),
+        "error_rules": [
+            {"tool": rule.pattern, **(_policy_view(rule.policy) or {})}
+            for rule in config.error_rules
+        ],
         "servers": servers,
     }
+
+
+def _policy_view(policy: ErrorPolicy | None) -> dict[str, Any] | None:
+    return None if policy is None else attrs.asdict(policy)

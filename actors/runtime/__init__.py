@@ -25,6 +25,11 @@ from ._events import (
     ToolRefusal,
     ToolsChanged,
 )
+from ._hooks import (
+    CallHook,
+    CallNext,
+    ToolCallRequest,
+)
 from ._instructions import (
     ServerInstructions,
 )
@@ -88,6 +93,8 @@ __all__ = [
     "DEFAULT_OAUTH",
     "USE_DEFAULT",
     "AppliedShape",
+    "CallHook",
+    "CallNext",
     "ElicitationCallback",
     "Event",
     "EventSubscription",
@@ -127,6 +134,7 @@ __all__ = [
     "TaskInfo",
     "TaskRecord",
     "TaskStatusChanged",
+    "ToolCallRequest",
     "ToolRefusal",
     "ToolsChanged",
     "open_runtime",

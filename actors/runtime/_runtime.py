@@ -56,6 +56,7 @@ from ...protocol._errors import (
     McpError,
     McpTransportConfigError,
     RuntimeClosed,
+    ServerDisconnected,
     ServerUnavailable,
     ToolNotFound,
 )
@@ -81,12 +82,14 @@ from ..config._approvals import (
     ProjectServerRequest,
     approval_command,
 )
+from ..config._callpolicy import retryable
 from ..config._config import RuntimeConfig, ServerConfig, TransportKind
 from ..config._loader import credentials_path
 from ..config._oauth import login_hint
 from ..config._redact import redact, redact_text
 from ._callbacks import HostCallbacks
 from ._events import EventBus, EventSubscription, ServerState
+from ._hooks import CallHook, ToolCallRequest, as_hooks, run_hooks
 from ._instructions import ServerInstructions
 from ._naming import tool_name_prefix
 from ._outputcheck import OutputChecker
@@ -110,7 +113,7 @@ from ._skillwatch import SkillsView
 from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
 from ._tasks import TaskHandle, TaskRunner, task_mode
 from ._taskstore import TaskRecord, TaskStore
-from ._tracing import TRACING, start_call
+from ._tracing import TRACING, CallSpan, start_call
 
 __all__ = [
     "USE_DEFAULT",
@@ -253,23 +256,38 @@ def _collapse(group: BaseExceptionGroup[Any]) -> BaseException:
     return group
 
 
+#: States whose servers ``rt.reconnect()`` (of every server) leaves alone.
+_NOT_ASKED: Final = frozenset(
+    {ServerState.READY, ServerState.DISABLED, ServerState.STOPPING, ServerState.STOPPED}
+)
+
+
 @attrs.frozen(eq=False, repr=False)
 class ReadyReport(Mapping[str, ServerStatus]):
-    """What :meth:`Runtime.wait_ready` found: server name -> :class:`ServerStatus` (a mapping),
-    and whether the wait ran out first.
+    """What :meth:`Runtime.wait_ready` found (or :meth:`Runtime.summary` sees now): server name
+    -> :class:`ServerStatus` (a mapping), and whether the wait ran out first.
 
-    ``timed_out`` is True when ``timeout`` passed before every server had settled;
-    ``not_settled`` names those servers (still connecting or reconnecting). ``ready`` and
-    ``failed`` name the servers that are READY, and the ones that settled otherwise (PARKED,
-    FAILED, DISABLED, NEEDS_AUTH, STOPPED)."""
+    ``timed_out`` is True when ``timeout`` passed before the wait's goal (every server settled,
+    or ``min_ready`` of them READY); ``not_settled`` names the servers still on their way
+    (connecting or reconnecting). ``ready`` (also ``active``) names the servers that are READY,
+    ``failed`` the ones that settled otherwise (PARKED, FAILED, DISABLED, NEEDS_AUTH, STOPPED),
+    and ``parked``, ``needs_auth``, ``disabled`` single those out; ``errors`` gives the last
+    error of every server that has one and is not READY. ``min_ready`` is what the wait asked
+    for (None: every server)."""
 
     statuses: Mapping[str, ServerStatus]
     timed_out: bool
     not_settled: tuple[str, ...]
+    min_ready: int | None = None
 
     @property
     def ready(self) -> tuple[str, ...]:
         return tuple(n for n, s in self.statuses.items() if s.state is ServerState.READY)
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """The servers that are READY (``ready``; OpenAI's server manager calls them active)."""
+        return self.ready
 
     @property
     def failed(self) -> tuple[str, ...]:
@@ -277,6 +295,57 @@ class ReadyReport(Mapping[str, ServerStatus]):
             n
             for n, s in self.statuses.items()
             if s.state is not ServerState.READY and s.state in SETTLED
+        )
+
+    @property
+    def parked(self) -> tuple[str, ...]:
+        """The servers that are PARKED (probed every ``park_probe_interval``) or FAILED."""
+        return self._in(ServerState.PARKED, ServerState.FAILED)
+
+    @property
+    def needs_auth(self) -> tuple[str, ...]:
+        """The servers waiting for a sign-in (``rt.login``)."""
+        return self._in(ServerState.NEEDS_AUTH)
+
+    @property
+    def disabled(self) -> tuple[str, ...]:
+        """The servers that are not started (``enabled=False``, a network policy, a project
+        server not approved)."""
+        return self._in(ServerState.DISABLED)
+
+    @property
+    def errors(self) -> Mapping[str, str]:
+        """Server name -> its last error, for every server that is not READY and has one."""
+        return MappingProxyType(
+            {
+                n: s.last_error
+                for n, s in self.statuses.items()
+                if s.state is not ServerState.READY and s.last_error
+            }
+        )
+
+    def _in(self, *states: ServerState) -> tuple[str, ...]:
+        return tuple(n for n, s in self.statuses.items() if s.state in states)
+
+    def raise_for_failed(self) -> ReadyReport:
+        """Return this report, or raise :class:`ServerUnavailable` naming every server that is
+        not READY with its state and last error (a strict start, as with OpenAI's
+        ``strict=True``). A wait for ``min_ready`` servers raises only when fewer are READY."""
+        missing = [n for n in self.statuses if n not in self.ready]
+        enough = self.min_ready is not None and len(self.ready) >= self.min_ready
+        if not missing or enough:
+            return self
+        parts = []
+        for name in missing:
+            status = self.statuses[name]
+            why = f": {status.last_error}" if status.last_error else ""
+            parts.append(f"{name} ({status.state.value}{why})")
+        wanted = "" if self.min_ready is None else f" ({self.min_ready} wanted)"
+        raise ServerUnavailable(
+            f"{len(self.ready)} of {len(self.statuses)} servers are ready{wanted}; not ready: "
+            + "; ".join(parts),
+            server=missing[0] if len(missing) == 1 else None,
+            state=self.statuses[missing[0]].state.value if len(missing) == 1 else None,
         )
 
     def __getitem__(self, name: str) -> ServerStatus:
@@ -304,6 +373,8 @@ class Runtime:
     _bus: EventBus
     _supervisors: dict[str, ServerSupervisor]
     _resources: Resources
+    #: The call hooks around every :meth:`call`, the first outermost (``open_runtime(hooks=)``).
+    hooks: tuple[CallHook, ...] = attrs.field(default=(), kw_only=True, converter=as_hooks)
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
     _stop_requested: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -376,69 +447,42 @@ class Runtime:
         timeout: float | _UseDefault | None = USE_DEFAULT,
         progress: ProgressCallback | None = None,
         wait_ready: float | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """Call a registered tool by its registered name (``mcp_github_create_issue``), in the
         caller's task.
 
         A tool error reported by the server (``isError``) is returned as data; see
         ``result.raise_for_error()``. ``progress`` is called (in this task; sync or async) with
-        each progress notification of the call. The result of a tool that declares an
-        ``outputSchema`` is checked against it first. Raises :class:`ToolNotFound`,
+        each progress notification of the call. ``meta`` goes with the request as its
+        ``_meta``. The result of a tool that declares an ``outputSchema`` is checked against it
+        first. Raises :class:`ToolNotFound`,
         :class:`ServerUnavailable` (the server is not ready: the error says its state and when
         the next attempt is due; ``wait_ready`` waits that many seconds for it first),
         :class:`CallTimeout`, :class:`ServerDisconnected` (``sent`` says whether the outcome is
         unknown), :class:`RpcError`, :class:`InvalidToolOutput` (missing or non-matching
-        ``structuredContent``; it holds the ``result`` and the ``problems``) or
-        :class:`RuntimeClosed`; all of them but :class:`ServerUnavailable` and
-        :class:`RuntimeClosed` are :class:`CallError`.
+        ``structuredContent``; it holds the ``result`` and the ``problems``),
+        :class:`CallHookFailed` or :class:`RuntimeClosed`; all of them but
+        :class:`ServerUnavailable` and :class:`RuntimeClosed` are :class:`CallError`.
+
+        The runtime's call hooks (``open_runtime(hooks=...)``, :mod:`._hooks`) run around the
+        request, in this task. A call that was not sent is made again as the error policy's
+        ``retries`` say (``RuntimeConfig.error_policy_for``); a call that was sent never is.
 
         With OpenTelemetry installed, the call is a span, current in this task while it runs
         (docs/embedding.md "Tracing").
         """
         span = start_call(self.config, name) if TRACING else None
         try:
-            try:
-                self._check_open()
-                tool = await self.lookup(name, wait_ready=wait_ready)
-                session = await self._session_for(tool.server, wait_ready)
-            except McpError:
-                await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
-                raise
-            if span is not None:
-                span.target(tool.server, tool.wire_name)
-            server = self._supervisors[tool.server].config
-            limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "call %s -> %s/%s %s",
-                    name,
-                    tool.server,
-                    tool.wire_name,
-                    redact(arguments or {}),
-                )
-            mode = task_mode(self.config, session, tool.tool, wanted=False)
-            wire_arguments = tool.wire_arguments(arguments)  # a shaped tool: the server's names
-            if mode is not None:  # the server runs it as a task: followed to its end here
-                result = await self._tasks.call(
-                    session,
-                    tool.wire_tool,
-                    wire_arguments,
-                    mode=mode,
-                    timeout=limit,
-                    progress=progress,
-                )
-            else:
-                result = await session.call_tool(
-                    tool.wire_name, wire_arguments, timeout=limit, progress=progress
-                )
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug(
-                    "call %s done: isError=%s %s",
-                    name,
-                    bool(result.is_error),
-                    redact_text(result.text),
-                )
-            await self._check_output(tool, result)
+            result = await self._call_with_retries(
+                name,
+                arguments,
+                meta,
+                timeout=timeout,
+                progress=progress,
+                wait_ready=wait_ready,
+                span=span,
+            )
         except BaseException as exc:  # recorded on the span, raised as it is
             if span is not None:
                 span.failed(exc)
@@ -447,6 +491,142 @@ class Runtime:
         if span is not None:
             span.succeeded(result)
             span.end()
+        return result
+
+    async def _call_with_retries(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        *,
+        timeout: float | _UseDefault | None,
+        progress: ProgressCallback | None,
+        wait_ready: float | None,
+        span: CallSpan | None,
+    ) -> CallToolResult:
+        """One attempt after another while the error policy retries a call that was not sent
+        (each with its own lookup, hooks and ``timeout``)."""
+        attempt = 1
+        while True:
+            try:
+                return await self._call_once(
+                    name,
+                    arguments,
+                    meta,
+                    timeout=timeout,
+                    progress=progress,
+                    wait_ready=wait_ready,
+                    span=span,
+                    attempt=attempt,
+                )
+            except (ServerDisconnected, ServerUnavailable) as exc:
+                policy = self.config.error_policy_for(name, exc.server)
+                if attempt > policy.retries or not retryable(exc):
+                    raise
+                delay = policy.retry_wait(attempt - 1)
+                logger.info(
+                    "call %s was not sent (%s); retry %d of %d in %g s",
+                    name,
+                    exc,
+                    attempt,
+                    policy.retries,
+                    delay,
+                )
+            await trio.sleep(delay)
+            attempt += 1
+            wait_ready = policy.retry_wait_ready
+
+    async def _call_once(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        *,
+        timeout: float | _UseDefault | None,
+        progress: ProgressCallback | None,
+        wait_ready: float | None,
+        span: CallSpan | None,
+        attempt: int,
+    ) -> CallToolResult:
+        try:
+            self._check_open()
+            tool = await self.lookup(name, wait_ready=wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            raise
+        if span is not None:
+            span.target(tool.server, tool.wire_name)
+        send = functools.partial(
+            self._send_call,
+            tool,
+            omit_arguments=arguments is None,
+            timeout=timeout,
+            progress=progress,
+            wait_ready=wait_ready,
+        )
+        request = ToolCallRequest(
+            name=name,
+            server=tool.server,
+            tool=tool.wire_name,
+            arguments=arguments or {},
+            meta=meta or {},
+            attempt=attempt,
+        )
+        return await run_hooks(self.hooks, request, send)
+
+    async def _send_call(
+        self,
+        tool: RegisteredTool,
+        request: ToolCallRequest,
+        *,
+        omit_arguments: bool,
+        timeout: float | _UseDefault | None,
+        progress: ProgressCallback | None,
+        wait_ready: float | None,
+    ) -> CallToolResult:
+        """The request itself, after the hooks: the arguments and ``_meta`` they passed on."""
+        try:
+            self._check_open()
+            session = await self._session_for(tool.server, wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()
+            raise
+        arguments = None if omit_arguments and not request.arguments else request.arguments
+        meta = request.meta or None
+        server = self._supervisors[tool.server].config
+        limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "call %s -> %s/%s %s",
+                tool.name,
+                tool.server,
+                tool.wire_name,
+                redact(arguments or {}),
+            )
+        mode = task_mode(self.config, session, tool.tool, wanted=False)
+        wire_arguments = tool.wire_arguments(arguments)  # a shaped tool: the server's names
+        if mode is not None:  # the server runs it as a task: followed to its end here
+            result = await self._tasks.call(
+                session,
+                tool.wire_tool,
+                wire_arguments,
+                mode=mode,
+                timeout=limit,
+                progress=progress,
+                meta=meta,
+            )
+        else:
+            result = await session.call_tool(
+                tool.wire_name, wire_arguments, timeout=limit, progress=progress, meta=meta
+            )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "call %s done: isError=%s %s",
+                tool.name,
+                bool(result.is_error),
+                redact_text(result.text),
+            )
+        await self._check_output(tool, result)
         return result
 
     async def _check_output(self, tool: RegisteredTool, result: CallToolResult) -> None:
@@ -567,7 +747,8 @@ class Runtime:
     def _possible_owners(self, name: str) -> list[str]:
         """Servers that did offer ``name`` before, or whose tools would be named with its prefix
         (a server that has not listed its tools yet), and whose tools are not all in the
-        registry's view now."""
+        registry's view now (or are being withdrawn: its connection ended while it is still
+        READY, so that such a call fails as unavailable, not as an unknown tool)."""
         view = self._registry.view
         owner = view.last_owner(name)
         if owner is not None:
@@ -577,7 +758,10 @@ class Runtime:
         return [
             s
             for s in candidates
-            if s in self._supervisors and not self._is_registered(self._supervisors[s])
+            if s in self._supervisors
+            and not (
+                self._is_registered(self._supervisors[s]) and self._supervisors[s].accepts_calls
+            )
         ]
 
     def _is_registered(self, supervisor: ServerSupervisor) -> bool:
@@ -593,6 +777,10 @@ class Runtime:
         connection alive), or settled in another state."""
         while True:
             await supervisor.wait_state(lambda s: s in SETTLED)
+            if supervisor.attempt_due and supervisor.state is not ServerState.READY:
+                # asked (rt.reconnect) or due: the attempt is about to start
+                await supervisor.wait_changed()
+                continue
             if supervisor.state is ServerState.READY and not supervisor.accepts_calls:
                 # its connection just ended: the tools are being withdrawn (the next status
                 # may already be READY again, on a new connection)
@@ -797,42 +985,106 @@ class Runtime:
         return self._bus.subscribe(max_buffer=max_buffer)
 
     async def wait_ready(
-        self, *, timeout: float | None = None, servers: Iterable[str] | None = None
+        self,
+        *,
+        timeout: float | None = None,
+        servers: Iterable[str] | None = None,
+        min_ready: int | None = None,
     ) -> ReadyReport:
         """Wait until every (or each named) server is READY with its tools registered, or has
         settled in a state it will not leave by itself soon (PARKED, FAILED, DISABLED,
-        NEEDS_AUTH, STOPPED), at most ``timeout`` seconds.
+        NEEDS_AUTH, STOPPED), at most ``timeout`` seconds. The servers connect in parallel
+        from the start; this only waits.
+
+        ``min_ready``: return as soon as that many of them are READY (the others go on
+        connecting), or once every one has settled when fewer can be. ``timeout`` alone: go on
+        with the servers that came up in time.
 
         Returns a :class:`ReadyReport` either way (a mapping of the servers' statuses: a server
         that failed to start is in it with its error); its ``timed_out`` says whether the time
-        ran out first, and ``not_settled`` which servers were still on their way. Raises
-        :class:`ServerUnavailable` for a name that is not configured."""
+        ran out first, and ``not_settled`` which servers were still on their way
+        (``report.raise_for_failed()`` raises when a server is not READY). Raises
+        :class:`ServerUnavailable` for a name that is not configured, ``ValueError`` for a
+        ``min_ready`` that is not an integer >= 0."""
         await trio.lowlevel.checkpoint()  # a checkpoint even when every server is settled
+        if min_ready is not None and (
+            isinstance(min_ready, bool) or not isinstance(min_ready, int) or min_ready < 0
+        ):
+            raise ValueError(f"min_ready must be an integer >= 0, got {min_ready!r}")
         names = list(servers) if servers is not None else list(self._supervisors)
         watched = [self._supervisor(name) for name in names]
         with trio.move_on_after(math.inf if timeout is None else timeout) as waited:
+            if min_ready is None:
+                for supervisor in watched:
+                    await self._settled(supervisor)
+            else:
+                await self._enough_ready(watched, min_ready)
+        return self._report(watched, timed_out=waited.cancelled_caught, min_ready=min_ready)
+
+    async def _enough_ready(self, watched: Sequence[ServerSupervisor], wanted: int) -> None:
+        """Wait until ``wanted`` of ``watched`` are READY with their tools registered, or all
+        of them have settled; each server watched by a task of this caller's nursery."""
+        if wanted == 0:
+            return
+        done = trio.Event()
+        settled: list[ServerSupervisor] = []
+
+        async def watch(supervisor: ServerSupervisor) -> None:
+            await self._settled(supervisor)
+            settled.append(supervisor)
+            ready = sum(1 for s in settled if self._ready_now(s))
+            if ready >= wanted or len(settled) == len(watched):
+                done.set()
+
+        async with trio.open_nursery() as nursery:
             for supervisor in watched:
-                await self._settled(supervisor)
+                nursery.start_soon(watch, supervisor)
+            await done.wait()
+            nursery.cancel_scope.cancel()
+
+    def _ready_now(self, supervisor: ServerSupervisor) -> bool:
+        return supervisor.accepts_calls and self._is_registered(supervisor)
+
+    def _report(
+        self, watched: Sequence[ServerSupervisor], *, timed_out: bool, min_ready: int | None
+    ) -> ReadyReport:
         view = self._registry.view
         statuses = {s.name: s.status(view) for s in watched}
         not_settled = tuple(
             s.name
             for s in watched
             if statuses[s.name].state not in SETTLED
-            or (
-                statuses[s.name].state is ServerState.READY
-                and not (s.accepts_calls and self._is_registered(s))
-            )
+            or (statuses[s.name].state is ServerState.READY and not self._ready_now(s))
+            or (statuses[s.name].state is not ServerState.READY and s.attempt_due)
         )
         return ReadyReport(
             statuses=MappingProxyType(statuses),
-            timed_out=waited.cancelled_caught,
+            timed_out=timed_out,
             not_settled=not_settled,
+            min_ready=min_ready,
         )
 
-    def reconnect(self, server: str) -> None:
-        """Ask a server's supervisor to try connecting now (a parked server stops waiting)."""
-        self._supervisor(server).reconnect_now()
+    def summary(self) -> ReadyReport:
+        """The servers as they are now, without waiting: a :class:`ReadyReport` (``active``,
+        ``failed``, ``parked``, ``needs_auth``, ``disabled``, ``not_settled``, ``errors``)
+        whose ``timed_out`` is False."""
+        return self._report(list(self._supervisors.values()), timed_out=False, min_ready=None)
+
+    def reconnect(self, server: str | None = None, *, failed_only: bool = False) -> tuple[str, ...]:
+        """Ask for a connection attempt now: of ``server``, or of every server when None that is
+        not READY, DISABLED or stopping (a parked or reconnecting server stops waiting; an
+        attempt that runs is not disturbed). ``failed_only``: only servers that are FAILED or
+        PARKED get one. Returns the names of the servers asked, in configuration order. Raises
+        :class:`ServerUnavailable` for a name that is not configured."""
+        if server is not None:
+            chosen = [self._supervisor(server)]
+        else:
+            chosen = [s for s in self._supervisors.values() if s.state not in _NOT_ASKED]
+        if failed_only:
+            chosen = [s for s in chosen if s.state in (ServerState.FAILED, ServerState.PARKED)]
+        for supervisor in chosen:
+            supervisor.reconnect_now()
+        return tuple(s.name for s in chosen)
 
     # ------------------------------------------------------------------ signing in
 
@@ -1073,6 +1325,7 @@ def _build(
     rng: random.Random | None,
     holds: Mapping[str, str] | None = None,
     oauth: OAuthFactories | None = None,
+    hooks: Sequence[CallHook] = (),
 ) -> Runtime:
     bus = EventBus()
     registry = Registry(builtin_names=config.builtin_tool_names, events=bus)
@@ -1105,7 +1358,7 @@ def _build(
         for server in config.servers
     }
     resources = Resources(config=config, supervisors=supervisors)
-    return Runtime(config, callbacks, registry, bus, supervisors, resources)
+    return Runtime(config, callbacks, registry, bus, supervisors, resources, hooks=hooks)
 
 
 async def serve_runtime(
@@ -1116,14 +1369,15 @@ async def serve_runtime(
     rng: random.Random | None = None,
     approve_project_server: ProjectServerApprover | None = None,
     oauth: OAuthFactories | None = None,
+    hooks: Sequence[CallHook] = (),
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
     config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled). A single
     failure is raised as itself, never wrapped in an ``ExceptionGroup``.
-    ``approve_project_server`` and ``oauth``: as for :func:`open_runtime`."""
+    ``approve_project_server``, ``oauth`` and ``hooks``: as for :func:`open_runtime`."""
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds, oauth)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks)
     with _single_failure():
         await runtime._serve(task_status)
 
@@ -1137,6 +1391,7 @@ async def open_runtime(
     rng: random.Random | None = None,
     approve_project_server: ProjectServerApprover | None = None,
     oauth: OAuthFactories | None = None,
+    hooks: Sequence[CallHook] = (),
 ) -> AsyncIterator[Runtime]:
     """Run a runtime for the duration of an ``async with`` block.
 
@@ -1155,9 +1410,12 @@ async def open_runtime(
     (:class:`OAuthFactories`; default: the real flow, keeping credentials in files under
     ``RuntimeConfig.credentials_dir``), which its supervisor runs and its HTTP transports send
     every request through.
+
+    ``hooks``: the call hooks (:class:`CallHook`) that run around every ``rt.call``, in the
+    caller's task, the first outermost (docs/embedding.md "Call hooks").
     """
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds, oauth)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks)
     with _single_failure():
         async with trio.open_nursery() as nursery:
             await nursery.start(_shielded, runtime)

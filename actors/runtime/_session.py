@@ -1083,11 +1083,15 @@ class Session:
         *,
         timeout: float | None,
         progress: ProgressCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
-        """``tools/call`` with the server's own tool name; the decoded result."""
+        """``tools/call`` with the server's own tool name (and ``meta`` as its ``_meta``, when
+        given); the decoded result."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
         raw = await self.request(
             "tools/call",
             params,

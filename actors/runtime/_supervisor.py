@@ -428,6 +428,15 @@ class ServerSupervisor:
             and not session.closed
         )
 
+    @property
+    def attempt_due(self) -> bool:
+        """A connection attempt was asked for (:meth:`reconnect_now`) or is due, and has not
+        started yet: the published state (PARKED, FAILED...) is about to change."""
+        if self._reconnect_asked:
+            return True
+        due = self._next_attempt_at
+        return self._running is None and due is not None and due <= trio.current_time()
+
     def unavailable(self) -> ServerUnavailable:
         status = self._published
         if status.state is ServerState.NEEDS_AUTH:

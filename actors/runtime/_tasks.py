@@ -274,10 +274,12 @@ class TaskRunner:
         mode: str,
         timeout: float | None,
         progress: ProgressCallback | None,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult:
         """``tools/call`` of ``tool`` as a task (``mode``: :func:`task_mode`), followed to its
         end: the final result, as ``rt.call`` returns it. ``timeout`` covers everything; when
-        it passes, or the caller is cancelled, the task is cancelled (bounded)."""
+        it passes, or the caller is cancelled, the task is cancelled (bounded). ``meta``: the
+        host's ``_meta`` for the creating request."""
         start = trio.current_time()
         deadline = math.inf if timeout is None else start + timeout
         token = _new_token()
@@ -286,7 +288,9 @@ class TaskRunner:
             async with trio.open_nursery() as nursery:
                 watch = _ProgressWatch(nursery, token, progress)
                 await watch.follow(session)
-                created = await self._create(session, tool, arguments, mode=mode, token=token)
+                created = await self._create(
+                    session, tool, arguments, mode=mode, token=token, meta=meta
+                )
                 if isinstance(created, CallToolResult):
                     nursery.cancel_scope.cancel()
                     return created
@@ -422,18 +426,20 @@ class TaskRunner:
         *,
         mode: str,
         token: str,
+        meta: Mapping[str, Any] | None = None,
     ) -> CallToolResult | _Polled:
         """The ``tools/call`` that creates the task: the task, or the ordinary result when the
-        server gave one (a 2026-07-28 server decides)."""
+        server gave one (a 2026-07-28 server decides). ``meta``: the host's ``_meta``, under
+        the task's own keys."""
         params: dict[str, Any] = {"name": tool.name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        meta: dict[str, Any] = {"progressToken": token}
+        request_meta: dict[str, Any] = {**(meta or {}), "progressToken": token}
         if mode == _LEGACY:
             params["task"] = {}
         else:
-            meta[META_CLIENT_CAPABILITIES] = {"extensions": {TASKS_EXTENSION: {}}}
-        params["_meta"] = meta
+            request_meta[META_CLIENT_CAPABILITIES] = {"extensions": {TASKS_EXTENSION: {}}}
+        params["_meta"] = request_meta
         raw = await session.request(
             "tools/call", params, timeout=None, max_time=session.config.max_call_time
         )

@@ -206,9 +206,9 @@ def test_echo_policies_and_switches_are_validated() -> None:
             "<config>: tools.mcp_servers.a.trust",
             "server 'a': unknown key 'trust' (known keys: allow_insecure_http, args, auth, "
             "ca_bundle, client_cert, client_key, command, connect_timeout, cwd, enabled, env, "
-            "headers, log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, "
-            "protocol, proxy, resources, skills, timeout, tools, tools_exclude, tools_include, "
-            "trust_level, type, url)",
+            "error_policy, headers, log_level, max_call_time, max_frame_bytes, oauth, "
+            "progress_resets_timeout, protocol, proxy, resources, skills, timeout, tools, "
+            "tools_exclude, tools_include, trust_level, type, url)",
         ),
         (
             "<config>: tools.mcp_servers.a.trust_level",
@@ -544,10 +544,10 @@ def test_value_types_are_checked() -> None:
         (
             "<config>: mcpServers.a.nope",
             "server 'a': unknown key 'nope' (known keys: allow_insecure_http, args, auth, "
-            "ca_bundle, client_cert, client_key, command, cwd, enabled, env, headers, "
-            "log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, protocol, "
-            "proxy, resources, skills, timeout, tools, tools_exclude, tools_include, trust, type, "
-            "url)",
+            "ca_bundle, client_cert, client_key, command, cwd, enabled, env, error_policy, "
+            "headers, log_level, max_call_time, max_frame_bytes, oauth, progress_resets_timeout, "
+            "protocol, proxy, resources, skills, timeout, tools, tools_exclude, tools_include, "
+            "trust, type, url)",
         ),
         (
             "<config>: mcpServers.a.command",
@@ -986,6 +986,17 @@ def test_redacted_config_hides_every_secret() -> None:
         "allowed_capabilities": [],
         "permission_rules": [],
         "catalog_shape": "echo",
+        "error_policy": {
+            "tool_error": "model",
+            "timeout": "model",
+            "unknown_outcome": "model",
+            "not_sent": "model",
+            "retries": 0,
+            "retry_delay": 0.5,
+            "retry_max_delay": 8.0,
+            "retry_wait_ready": 10.0,
+        },
+        "error_rules": [],
         "servers": {
             "fs": {
                 "type": "stdio",
@@ -1006,6 +1017,7 @@ def test_redacted_config_hides_every_secret() -> None:
                 "log_level": None,
                 "protocol": "auto",
                 "max_frame_bytes": 16777216,
+                "error_policy": None,
             },
             "web": {
                 "type": "http",
@@ -1045,6 +1057,7 @@ def test_redacted_config_hides_every_secret() -> None:
                 "log_level": None,
                 "protocol": "auto",
                 "max_frame_bytes": 16777216,
+                "error_policy": None,
             },
         },
     }

@@ -5,7 +5,8 @@ The command line opens its runtime with a transport opener that wraps the runtim
 on their way into the transport's sink, the frames we send on their way into the transport.
 Each is logged at DEBUG under ``trio_mcp.frames`` as ``SERVER --> {...}`` (sent) or ``SERVER
 <-- {...}`` (received), after :func:`~trio_mcp.actors.config.redact` (the value of every key
-that looks secret is ``***``, long strings are cut).
+that looks secret is ``***``, long strings are cut; a string that holds JSON, such as a tool's
+text output, is redacted the same way).
 
 A server with OAuth keeps its sign-in: the command line opens one per such server (the same
 factories and token store as the runtime's) and passes its ``auth`` to the transport.
@@ -25,7 +26,7 @@ import httpx
 from ...transports._base import FrameSink, Inbound, Transport
 from ..config._config import RuntimeConfig, ServerConfig
 from ..config._loader import credentials_path
-from ..config._redact import redact
+from ..config._redact import redact, redact_text
 from ..runtime._runtime import http_parameters, open_default_transport
 from ..runtime._signin import OAuthFactories, open_sign_in
 from ..runtime._supervisor import TransportOpener
@@ -47,7 +48,19 @@ def describe_frame(frame: bytes) -> str:
         value = json.loads(frame)
     except (ValueError, RecursionError):
         return f"({len(frame)} bytes, not JSON)"
-    return json.dumps(redact(value), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_texts(redact(value)), ensure_ascii=False, separators=(",", ":"))
+
+
+def _texts(value: Any) -> Any:
+    """``value`` with each string that holds JSON (a tool's text output, say) redacted as
+    :func:`~trio_mcp.actors.config.redact_text` does."""
+    if isinstance(value, dict):
+        return {key: _texts(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_texts(item) for item in value]
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        return redact_text(value)
+    return value
 
 
 def _emit(server: str, arrow: str, frame: bytes) -> None:

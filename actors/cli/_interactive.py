@@ -432,11 +432,27 @@ def _safe_name(text: str) -> str:
     return name[:_MAX_NAME] or "content"
 
 
+#: Media types whose extension the system's table may not know (or guesses oddly).
+_EXTENSIONS = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "image/svg+xml": ".svg",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/mpeg": ".mp3",
+    "audio/ogg": ".ogg",
+    "audio/webm": ".webm",
+    "application/pdf": ".pdf",
+}
+
+
 def _extension(mime_type: str | None) -> str:
     if not mime_type:
         return ".bin"
-    guessed = mimetypes.guess_extension(mime_type.partition(";")[0].strip())
-    return guessed or ".bin"
+    kind = mime_type.partition(";")[0].strip().lower()
+    return _EXTENSIONS.get(kind) or mimetypes.guess_extension(kind) or ".bin"
 
 
 def _create(directory: Path, stem: str, suffix: str, data: bytes) -> Path:

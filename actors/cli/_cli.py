@@ -4,12 +4,15 @@ Commands (``docs/cli.md`` has the details and the ``--json`` shapes)::
 
     trio-mcp status [--watch]                  every server's state, in a table
     trio-mcp tools                             the registered tools
-    trio-mcp call NAME --args JSON [--yes]     call a tool (registered name or server/tool)
+    trio-mcp call NAME [--arg K=V] [--args JSON] [--yes] [--save DIR]
+                                               call a tool (registered name or server/tool)
     trio-mcp resources [SERVER]                list resources and resource templates
     trio-mcp read SERVER URI                   read one resource
     trio-mcp prompts [SERVER]                  list prompts
     trio-mcp prompt SERVER NAME --args JSON    render one prompt
-    trio-mcp config check [FILE]               validate and print the merged configuration
+    trio-mcp config check [FILE]               validate; a summary per server (--json: all)
+    trio-mcp add|add-json|remove|list|get      manage the servers of the mcp.json files
+    trio-mcp import FILE [--from SOURCE]       import another client's MCP servers
     trio-mcp project list|approve|revoke       approve the servers a project file adds
     trio-mcp login NAME [--no-browser|--device] sign in to an OAuth server
     trio-mcp logout NAME                       forget its stored credentials
@@ -17,13 +20,15 @@ Commands (``docs/cli.md`` has the details and the ``--json`` shapes)::
     trio-mcp demo                              the runtime against embedded demo servers
 
 Every command takes ``--config FILE`` (an Echo YAML/JSON file or an ``mcp.json``; without it,
-the user file and the current directory's project file) and ``--json`` (one JSON document on
-stdout, errors included). The exit code tells the outcome apart: see :class:`ExitCode`.
+the user file and the current directory's project file), ``--json`` (one JSON document on
+stdout, errors included) and ``-v``/``-vv``, before or after the command. The exit code tells
+the outcome apart: see :class:`ExitCode`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextvars
 import io
 import itertools
 import json
@@ -31,15 +36,17 @@ import logging
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from enum import IntEnum
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
@@ -54,6 +61,7 @@ from ...protocol._errors import (
 )
 from ...protocol._methods import decode_result, encode
 from ...protocol._types import (
+    AudioContent,
     BlobResourceContents,
     CallToolResult,
     EmbeddedResource,
@@ -75,13 +83,23 @@ from ..config._loader import (
     redacted_config,
     user_config_path,
 )
+from ..runtime._callbacks import HostCallbacks
 from ..runtime._events import ServerState, ServerStateChanged
 from ..runtime._naming import registered_name
 from ..runtime._registry import RegisteredTool, ToolsChanged
-from ..runtime._runtime import Runtime, open_runtime
+from ..runtime._runtime import ReadyReport, Runtime, open_runtime
 from ..runtime._session import MAX_CURSOR_BYTES, cursor_too_long
 from ..runtime._signin import DEFAULT_OAUTH, OAuthFactories
 from ..runtime._supervisor import ServerStatus
+from ._interactive import (
+    ArgumentProblem,
+    ProgressBar,
+    SavedContent,
+    TerminalElicitation,
+    call_arguments,
+    parse_assignments,
+    save_contents,
+)
 
 __all__ = ["ExitCode", "build_parser", "main"]
 
@@ -116,14 +134,27 @@ class ExitCode(IntEnum):
 #: The loggers whose warnings the command line shows in its own output instead (refused tools:
 #: in the status table, the tools listing, or the error of a call of one).
 _QUIET_LOGGERS = ("trio_mcp.config", "trio_mcp.supervisor", "trio_mcp.runtime", "trio_mcp.registry")
+#: With ``-v`` the registry's line per refused tool gives way to a summary per server.
+_SUMMARISED_LOGGERS = ("trio_mcp.registry",)
+#: How verbose this run is (``-v`` 1, ``-vv`` 2: the JSON-RPC frames too).
+_VERBOSITY: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "trio_mcp_cli_verbosity", default=0
+)
+_cli_log = logging.getLogger("trio_mcp.cli")
 #: Terminal control: move the cursor up N lines to column 0, clear a line, clear below.
 _UP = "\x1b[{}F"
 _CLEAR_LINE = "\x1b[2K"
 _CLEAR_BELOW = "\x1b[J"
 _HOME_CLEAR = "\x1b[H\x1b[2J"
+#: ``status --watch`` redraws in place: cursor home, each line cleared to its end, then the
+#: rest of the screen cleared (no blank frame between two tables: no flicker).
+_HOME = "\x1b[H"
+_CLEAR_EOL = "\x1b[K"
 _SPINNER = "|/-\\"
 #: How many stderr lines the status table quotes for a server that is not ready.
 _STDERR_LINES = 5
+#: The table's cut of the error of a server whose whole error follows the table.
+_ERROR_CELL = 60
 _NOT_SETTLED = frozenset({ServerState.CONNECTING, ServerState.RECONNECTING})
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
 #: A registered name cut for length keeps this many characters of ``mcp_<server>_<tool>``.
@@ -211,10 +242,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trio-mcp {_version()}")
     parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)"
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more: -v info and a summary of each server's tools, -vv debug and every "
+        "JSON-RPC frame (redacted); before or after the command",
+    )
+    parser.add_argument(
+        "--config", dest="global_config", metavar="FILE", help="as --config after the command"
+    )
+    parser.add_argument(
+        "--json", dest="global_json", action="store_true", help="as --json after the command"
     )
 
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        dest="verbose_after",
+        default=0,
+        help="log more (-v info, -vv debug and the JSON-RPC frames)",
+    )
     common.add_argument(
         "--config",
         metavar="FILE",
@@ -261,6 +311,31 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("name", metavar="NAME", help="registered name, or SERVER/TOOL")
     call.add_argument("--args", default="{}", metavar="JSON", help="the arguments, a JSON object")
     call.add_argument(
+        "--arg",
+        action="append",
+        default=[],
+        dest="arg_values",
+        metavar="KEY=VALUE",
+        help="one argument (repeat it); VALUE is parsed as JSON when it parses (5, true, "
+        '[1], {"a": 1}, "quoted"), else taken as a string; KEY is taken literally; applied '
+        "over --args",
+    )
+    call.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        dest="answers",
+        metavar="FIELD=VALUE",
+        help="an answer to the server's elicitation form (repeat it), used without asking; "
+        "VALUE as for --arg. Without a terminal, a form these do not fill is cancelled",
+    )
+    call.add_argument(
+        "--save",
+        metavar="DIR",
+        help="write images, audio and binary resources of the result to files in DIR "
+        "(created if missing; an existing file is never replaced)",
+    )
+    call.add_argument(
         "--yes",
         action="store_true",
         help="approve the call where a permission rule says 'ask' or the tool is marked "
@@ -301,6 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", nargs="?", metavar="FILE", help="the file to check")
     check.set_defaults(handler=_cmd_config_check)
     config.set_defaults(handler=lambda _args, _out: _config_help(config))
+
+    from ._manage import add_manage_commands  # imported here: it imports this module
+
+    add_manage_commands(commands, common)
 
     from ._project import add_project_commands  # imported here: it imports this module
 
@@ -350,9 +429,48 @@ def main(argv: Sequence[str] | None = None, *, oauth: OAuthFactories | None = No
         OAUTH_FACTORIES.reset(token)
 
 
+def _global_options(args: argparse.Namespace) -> str | None:
+    """Merge the options given before the command into those after it; what is wrong with
+    them, or None."""
+    args.verbose += getattr(args, "verbose_after", 0)
+    if args.global_config is not None:
+        if not hasattr(args, "config"):
+            return f"`trio-mcp {args.command}` does not take --config"
+        if args.config is not None and args.config != args.global_config:
+            return "give --config once: before or after the command"
+        args.config = args.global_config
+    if args.global_json:
+        if not hasattr(args, "json"):
+            return f"`trio-mcp {args.command}` does not take --json"
+        args.json = True
+    return None
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line parsed; for a command that runs a command of its own (``add NAME --
+    COMMAND ARG...``), what follows ``--`` is its ``command_line``, options and all."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    head, tail = words, []
+    if "--" in words:
+        cut = words.index("--")
+        head, tail = words[:cut], words[cut + 1 :]
+    args, extras = parser.parse_known_args(head)
+    if not getattr(args, "takes_command", False):
+        return parser.parse_args(words)
+    options = [word for word in extras if word.startswith("-")]
+    if options:
+        parser.error(
+            f"unrecognized arguments: {' '.join(options)} (put the server's command and its "
+            "arguments after --)"
+        )
+    args.command_line = [*extras, *tail]
+    return args
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
+    problem = _global_options(args)
     levels = (logging.WARNING, logging.INFO, logging.DEBUG)
     logging.basicConfig(
         level=levels[min(args.verbose, 2)], format="  [%(levelname)s %(name)s] %(message)s"
@@ -362,11 +480,18 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stdout)
         return ExitCode.OK
     out = _Out(json=bool(getattr(args, "json", False)), stdout=sys.stdout, stderr=sys.stderr)
-    saved = {name: logging.getLogger(name).level for name in _QUIET_LOGGERS}
-    if args.verbose == 0:
-        # The command shows states, errors and configuration warnings itself.
-        for name in _QUIET_LOGGERS:
-            logging.getLogger(name).setLevel(logging.ERROR)
+    if problem is not None:
+        out.failure(_usage(problem))
+        return ExitCode.USAGE
+    quiet: tuple[str, ...] = _QUIET_LOGGERS if args.verbose == 0 else _SUMMARISED_LOGGERS
+    if args.verbose >= 2:
+        quiet = ()
+    saved = {name: logging.getLogger(name).level for name in quiet}
+    # The command shows states, errors and configuration warnings itself; with -v, a summary
+    # of each server's tools instead of the registry's line per refused tool.
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    token = _VERBOSITY.set(args.verbose)
     try:
         return int(handler(args, out))
     except _Exit as exc:
@@ -381,6 +506,7 @@ def _main(argv: Sequence[str] | None) -> int:
         _silence_stdout()
         return ExitCode.FAILED
     finally:
+        _VERBOSITY.reset(token)
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)
 
@@ -449,24 +575,69 @@ def _one_shot(config: RuntimeConfig, names: Iterable[str] | None = None) -> Runt
 
 @asynccontextmanager
 async def _connected(
-    config: RuntimeConfig, wait: float | None, out: _Out | None = None
+    config: RuntimeConfig,
+    wait: float | None,
+    out: _Out | None = None,
+    *,
+    callbacks: HostCallbacks | None = None,
 ) -> AsyncIterator[tuple[Runtime, Mapping[str, ServerStatus]]]:
     """Open a runtime and wait until every server is ready or settled (at most ``wait``
-    seconds); with ``out`` on a terminal, show a live progress line per server meanwhile."""
+    seconds: a server still connecting then says so in its error); with ``out`` on a terminal,
+    show a live progress line per server meanwhile. ``-v`` logs a summary per server, ``-vv``
+    every JSON-RPC frame."""
     from ._auth import OAUTH_FACTORIES
+    from ._frames import open_frame_tap
 
-    async with open_runtime(config, oauth=OAUTH_FACTORIES.get()) as rt:
+    oauth = OAUTH_FACTORIES.get()
+    async with AsyncExitStack() as stack:
+        opener = None
+        if _VERBOSITY.get() >= 2:
+            opener = await stack.enter_async_context(open_frame_tap(config, oauth))
+        rt = await stack.enter_async_context(
+            open_runtime(config, callbacks=callbacks, open_transport=opener, oauth=oauth)
+        )
         started = trio.current_time()
         if out is not None and out.tty and not out.json and config.servers:
             async with trio.open_nursery() as nursery:
                 progress = _Progress(rt, out, started)
                 nursery.start_soon(progress.run)
-                statuses = await rt.wait_ready(timeout=wait)
+                report = await rt.wait_ready(timeout=wait)
                 nursery.cancel_scope.cancel()
             progress.erase()
         else:
-            statuses = await rt.wait_ready(timeout=wait)
+            report = await rt.wait_ready(timeout=wait)
+        statuses = _wait_ran_out(report, wait)
+        if _VERBOSITY.get() >= 1:
+            for status in statuses.values():
+                _cli_log.info("%s", _registrations(status))
         yield rt, statuses
+
+
+def _wait_ran_out(report: ReadyReport, wait: float | None) -> Mapping[str, ServerStatus]:
+    """The statuses, where a server still connecting when ``--wait`` ran out says so."""
+    if wait is None or not report.timed_out:
+        return report
+    out = dict(report)
+    for name in report.not_settled:
+        status = report[name]
+        if status.state in _NOT_SETTLED:
+            why = (
+                f"--wait {wait:g}: the wait ran out after {wait:g} s while it was still connecting"
+            )
+            if status.last_error:
+                why += f" (last error: {status.last_error})"
+            out[name] = attrs.evolve(status, last_error=why)
+    return out
+
+
+def _registrations(status: ServerStatus) -> str:
+    """``-v``: one line per server instead of one per tool."""
+    refused = status.refused_tools
+    text = f"server {status.name!r}: {status.state.value}, {status.tool_count} tools registered"
+    if refused:
+        names = ", ".join(str(r.tool) if r.tool is not None else "(an entry)" for r in refused)
+        text += f", {len(refused)} refused ({names})"
+    return text
 
 
 @attrs.define
@@ -535,8 +706,13 @@ def _report_unavailable(out: _Out, unavailable: list[dict[str, Any]]) -> None:
     if out.json:
         return
     for item in unavailable:
-        why = f": {item['error']}" if item["error"] else ""
+        why = f": {_one_line(item['error'])}" if item["error"] else ""
         out.note(f"server {item['server']!r} ({item['state']}){why}")
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: an error that quotes stderr lines keeps them, ``|``-separated."""
+    return " ".join(text.split())
 
 
 def _require_ready(status: ServerStatus) -> None:
@@ -671,6 +847,11 @@ def _status_table(statuses: Mapping[str, ServerStatus], width: int | None = None
     ]
     widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers) - 1)]
     right = {4, 5}
+    detailed = {
+        s.name
+        for s in statuses.values()
+        if s.state not in (ServerState.READY, ServerState.DISABLED)
+    }
 
     def render(row: Sequence[str]) -> str:
         cells = [
@@ -678,24 +859,27 @@ def _status_table(statuses: Mapping[str, ServerStatus], width: int | None = None
             for i, (cell, w) in enumerate(zip(row, widths, strict=False))
         ]
         head = "  ".join(cells)
-        last = " ".join(row[-1].split())
+        last = _one_line(row[-1])
+        if row[0] in detailed:  # its whole error is on its own line below the table
+            last = _cut(last, _ERROR_CELL)
         if width is not None:
             last = _cut(last, max(width - len(head) - 2, 20))
         return f"{head}  {last}"
 
     lines = [render(headers), *(render(row) for row in rows)]
+    notes: list[str] = []
     for s in statuses.values():
-        if s.state not in (ServerState.READY, ServerState.DISABLED):
-            lines += ["", f"{s.name}: {s.last_error or s.state.value}"]
-            if s.stderr_tail and not all(line in (s.last_error or "") for line in s.stderr_tail):
-                tail = s.stderr_tail[-_STDERR_LINES:]
-                lines.append(f"  stderr (last {len(tail)} lines):")
-                lines.extend(f"    | {line}" for line in tail)
-        lines.extend(
-            f"{s.name}: tool {refusal.tool!r} refused: {refusal.reason}"
+        if s.name in detailed:
+            error = _one_line(s.last_error or s.state.value)
+            tail = [line for line in s.stderr_tail[-_STDERR_LINES:] if line not in error]
+            if tail:
+                error += " (stderr: " + " | ".join(_one_line(line) for line in tail) + ")"
+            notes.append(f"{s.name}: {error}")
+        notes.extend(
+            f"{s.name}: tool {refusal.tool!r} refused: {_one_line(refusal.reason)}"
             for refusal in s.refused_tools
         )
-    return lines
+    return [*lines, *([""] if notes else []), *notes]
 
 
 def _cmd_status(args: argparse.Namespace, out: _Out) -> int:
@@ -750,22 +934,28 @@ async def _watch_loop(rt: Runtime, loaded: LoadedConfig, out: _Out) -> None:
         if not redraw:
             for status in rt.status().values():
                 _watch_line(out, started, status.name, event="status", state=status.state.value)
+        else:
+            out.stdout.write(_HOME_CLEAR)  # once: the screen starts empty
         while True:
             if redraw:
-                out.stdout.write(_HOME_CLEAR)
-                out.line(
-                    f"trio-mcp status --watch: {len(loaded.config.servers)} servers "
-                    "(Ctrl-C to stop)"
-                )
-                out.line()
-                for line in _status_table(rt.status(), _width(out)):
-                    out.line(line)
+                _redraw(out, loaded, rt.status())
             with trio.move_on_after(1.0):  # on a terminal: redraw at least every second
                 event = await anext(events, None)
                 if event is None:
                     return  # the runtime closed
                 if not redraw:
                     _watch_event(out, started, event)
+
+
+def _redraw(out: _Out, loaded: LoadedConfig, statuses: Mapping[str, ServerStatus]) -> None:
+    """One frame of ``status --watch`` on a terminal, written at once over the last one."""
+    lines = [
+        f"trio-mcp status --watch: {len(loaded.config.servers)} servers (Ctrl-C to stop)",
+        "",
+        *_status_table(statuses, _width(out)),
+    ]
+    out.stdout.write(_HOME + "".join(f"{line}{_CLEAR_EOL}\n" for line in lines) + _CLEAR_BELOW)
+    out.stdout.flush()
 
 
 def _watch_line(out: _Out, started: float, server: str, **fields: Any) -> None:
@@ -876,11 +1066,17 @@ def _candidates(config: RuntimeConfig, name: str) -> list[str]:
     return matching or [s.name for s in config.servers]
 
 
-def _describe_block(block: Any) -> str:
+def _describe_block(block: Any, saved: SavedContent | None = None) -> str:
+    if saved is not None:
+        kind = "binary resource" if isinstance(block, EmbeddedResource) else block.type
+        return f"[{kind}: {saved.mime_type or 'data'}, {saved.size:,} bytes saved to {saved.path}]"
     if isinstance(block, TextContent):
         return block.text
-    if isinstance(block, ImageContent):
-        return f"[image: {block.mime_type}, {len(block.data)} base64 characters]"
+    if isinstance(block, ImageContent | AudioContent):
+        return (
+            f"[{block.type}: {block.mime_type}, {len(block.data)} base64 characters; --save DIR "
+            "writes it to a file]"
+        )
     if isinstance(block, ResourceLink):
         return f"[resource link: {block.uri}]"
     if isinstance(block, EmbeddedResource):
@@ -892,15 +1088,24 @@ def _describe_block(block: Any) -> str:
     return f"[{kind} content]"
 
 
-def _print_result(out: _Out, result: CallToolResult) -> None:
-    for block in result.content:
-        out.line(_describe_block(block))
+def _print_result(
+    out: _Out, result: CallToolResult, saved: Mapping[int, SavedContent] | None = None
+) -> None:
+    for index, block in enumerate(result.content):
+        out.line(_describe_block(block, (saved or {}).get(index)))
     if result.structured_content is not None and not result.content:
         out.line(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
 
 def _cmd_call(args: argparse.Namespace, out: _Out) -> int:
-    arguments = _arguments(args.args)
+    try:
+        arguments = call_arguments(args.args, args.arg_values)
+        answers = parse_assignments(args.answers, "--answer")
+    except ArgumentProblem as exc:
+        raise _usage(str(exc)) from None
+    save = None if args.save is None else Path(args.save)
+    if save is not None and save.exists() and not save.is_dir():
+        raise _usage(f"--save {args.save}: not a directory")
     loaded = _load(args, out)
     name: str = args.name
     server_name: str | None = None
@@ -914,15 +1119,23 @@ def _cmd_call(args: argparse.Namespace, out: _Out) -> int:
             raise _usage(_nothing_configured(loaded))
         names = _candidates(loaded.config, name)
 
+    elicitation = TerminalElicitation(stdin=out.stdin, stderr=out.stderr, answers=answers)
+    callbacks = HostCallbacks(elicitation=elicitation)
+
     async def call() -> int:
-        async with _connected(_one_shot(loaded.config, names), args.wait) as (rt, statuses):
+        async with _connected(_one_shot(loaded.config, names), args.wait, callbacks=callbacks) as (
+            rt,
+            statuses,
+        ):
             tool = _find_tool(rt, statuses, name, server_name, wire_name)
             approver = _TerminalApproval(out, yes=bool(args.yes))
             decision = await AgentSurface(rt, approve=approver).authorize(tool, arguments)
             if decision.outcome != "allow":
                 raise _refused(tool, decision, approver)
+            bar = ProgressBar(out.stdout, tool.name) if out.tty and not out.json else None
+            elicitation.progress = bar
             try:
-                result = await rt.call(tool.name, arguments)
+                result = await _call_with_progress(rt, tool.name, arguments, bar)
             except InvalidToolOutput as exc:
                 if not out.json:
                     _print_result(out, exc.result)
@@ -934,26 +1147,71 @@ def _cmd_call(args: argparse.Namespace, out: _Out) -> int:
                 ) from None
             except McpError as exc:
                 raise _failed_call(exc) from None
+            saved: dict[int, SavedContent] = {}
+            if save is not None:
+                try:
+                    saved, problems = save_contents(result, save, tool.wire_name)
+                except OSError as exc:
+                    raise _Exit(
+                        ExitCode.FAILED, f"--save {args.save}: {exc}", kind="save"
+                    ) from None
+                for problem in problems:
+                    out.note(f"warning: {problem}")
             if out.json:
-                out.document(
-                    {
-                        "tool": tool.name,
-                        "server": tool.server,
-                        "server_tool": tool.wire_name,
-                        "is_error": bool(result.is_error),
-                        "text": result.text,
-                        "result": encode(result),
-                    }
-                )
+                document = {
+                    "tool": tool.name,
+                    "server": tool.server,
+                    "server_tool": tool.wire_name,
+                    "is_error": bool(result.is_error),
+                    "text": result.text,
+                    "result": encode(result),
+                }
+                if save is not None:
+                    document["saved"] = [attrs.asdict(item) for item in saved.values()]
+                if elicitation.asked:
+                    document["elicitations"] = elicitation.asked
+                out.document(document)
             else:
-                _print_result(out, result)
+                _print_result(out, result, saved)
+            for refusal in elicitation.refusals:
+                out.note(
+                    f"the server {refusal.server!r} asked for input ({refusal.message!r}; "
+                    f"unanswered: {', '.join(refusal.missing)}) and there is no terminal to ask "
+                    "on, so the form was cancelled: give the answers with --answer FIELD=VALUE "
+                    "(repeat it), or run the command on a terminal"
+                )
             if result.is_error:
                 if not out.json:
                     out.note(f"the tool {tool.name!r} reported an error (isError)")
                 return ExitCode.CALL_FAILED
+            if elicitation.refusals:
+                return ExitCode.REFUSED
         return ExitCode.OK
 
     return _run(call)
+
+
+async def _call_with_progress(
+    rt: Runtime, name: str, arguments: Mapping[str, Any], bar: ProgressBar | None
+) -> CallToolResult:
+    """``rt.call``, with ``bar`` drawn meanwhile (a terminal) and erased at the end."""
+    if bar is None:
+        return await rt.call(name, arguments)
+    result: CallToolResult | None = None
+    failure: McpError | None = None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(bar.run)
+        try:
+            result = await rt.call(name, arguments, progress=bar.update)
+        except McpError as exc:  # raised below, outside the nursery (not in a group)
+            failure = exc
+        finally:
+            nursery.cancel_scope.cancel()
+            bar.erase()
+    if failure is not None:
+        raise failure
+    assert result is not None
+    return result
 
 
 @attrs.define
@@ -1140,28 +1398,40 @@ def _cmd_resources(args: argparse.Namespace, out: _Out) -> int:
                 }
             )
         else:
-            for item in found:
-                out.line(
-                    _row(
-                        item["server"],
-                        item["uri"],
-                        item.get("name"),
-                        item.get("mimeType"),
-                        item.get("description"),
-                    )
-                )
-            if templates:
-                out.line("templates:")
-                for item in templates:
-                    out.line(
-                        _row(
-                            item["server"],
-                            item["uriTemplate"],
-                            item.get("name"),
-                            item.get("mimeType"),
-                            item.get("description"),
+            if found:
+                for line in _columns(
+                    ("SERVER", "URI", "NAME", "TYPE", "DESCRIPTION"),
+                    [
+                        (
+                            i["server"],
+                            i["uri"],
+                            i.get("name"),
+                            i.get("mimeType"),
+                            i.get("description"),
                         )
-                    )
+                        for i in found
+                    ],
+                    _width(out),
+                ):
+                    out.line(line)
+            if templates:
+                if found:
+                    out.line()
+                for line in _columns(
+                    ("SERVER", "URI TEMPLATE", "NAME", "TYPE", "DESCRIPTION"),
+                    [
+                        (
+                            i["server"],
+                            i["uriTemplate"],
+                            i.get("name"),
+                            i.get("mimeType"),
+                            i.get("description"),
+                        )
+                        for i in templates
+                    ],
+                    _width(out),
+                ):
+                    out.line(line)
             if not found and not templates and not unavailable:
                 out.note("no resources")
             _report_unavailable(out, unavailable)
@@ -1170,8 +1440,24 @@ def _cmd_resources(args: argparse.Namespace, out: _Out) -> int:
     return _run(resources)
 
 
-def _row(*cells: Any) -> str:
-    return "  ".join(_cut(str(cell), 80) for cell in cells if cell).rstrip()
+def _columns(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None
+) -> list[str]:
+    """``rows`` under ``headers``, aligned in columns (``-`` for an empty cell; a column empty
+    in every row is left out). Cells are cut at 80 characters; the last column also to the
+    terminal's ``width`` when given."""
+    keep = [i for i in range(len(headers)) if any(row[i] for row in rows)]
+    table = [[headers[i] for i in keep]]
+    table += [[_cut(str(row[i]), 80) if row[i] else "-" for i in keep] for row in rows]
+    widths = [max(len(line[c]) for line in table) for c in range(len(keep) - 1)]
+    lines = []
+    for line in table:
+        head = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False))
+        last = line[-1]
+        if width is not None and head:
+            last = _cut(last, max(width - len(head) - 2, 20))
+        lines.append(f"{head}  {last}".rstrip() if head else last)
+    return lines
 
 
 def _cmd_read(args: argparse.Namespace, out: _Out) -> int:
@@ -1242,14 +1528,18 @@ def _cmd_prompts(args: argparse.Namespace, out: _Out) -> int:
                 {"prompts": found, "unavailable": unavailable, "warnings": list(loaded.warnings)}
             )
         else:
+            rows = []
             for item in found:
                 arguments = ", ".join(
                     a["name"] + ("*" if a.get("required") else "")
                     for a in item.get("arguments") or ()
                 )
-                out.line(
-                    _row(item["server"], f"{item['name']}({arguments})", item.get("description"))
+                rows.append(
+                    (item["server"], f"{item['name']}({arguments})", item.get("description"))
                 )
+            if rows:
+                for line in _columns(("SERVER", "PROMPT", "DESCRIPTION"), rows, _width(out)):
+                    out.line(line)
             if not found and not unavailable:
                 out.note("no prompts")
             _report_unavailable(out, unavailable)
@@ -1312,6 +1602,7 @@ def _cmd_config_check(args: argparse.Namespace, out: _Out) -> int:
             return exc.code
         raise
     view = redacted_config(loaded.config)
+    commands = [_command_check(server) for server in loaded.config.servers if server.command]
     if out.json:
         out.document(
             {
@@ -1319,18 +1610,66 @@ def _cmd_config_check(args: argparse.Namespace, out: _Out) -> int:
                 "shape": loaded.shape,
                 "sources": list(loaded.sources),
                 "warnings": list(loaded.warnings),
+                "commands": commands,
                 "config": view,
             }
         )
-    else:
-        count = len(loaded.config.servers)
-        where = ", ".join(loaded.sources) or "no configuration file found"
-        out.line(
-            f"configuration is valid ({loaded.shape} shape, {count} server"
-            f"{'s' * (count != 1)}; read from: {where})"
-        )
-        out.line(json.dumps(view, indent=2, ensure_ascii=False))
+        return ExitCode.OK
+    count = len(loaded.config.servers)
+    where = ", ".join(loaded.sources) or "no configuration file found"
+    out.line(
+        f"configuration is valid ({loaded.shape} shape, {count} server"
+        f"{'s' * (count != 1)}; read from: {where})"
+    )
+    rows = [_summary_row(server) for server in loaded.config.servers]
+    if rows:
+        for line in _columns(("SERVER", "TYPE", "RUNS / CONNECTS TO", "NOTES"), rows):
+            out.line(f"  {line}")
+    for check in commands:
+        if check["found"] is None:
+            out.note(
+                f"warning: server {check['server']!r}: the command {check['command']!r} is not "
+                f"found (searched {check['searched']}): install it, or give its full path"
+            )
     return ExitCode.OK
+
+
+def _summary_row(server: ServerConfig) -> tuple[str, str, str, str]:
+    """One server in ``config check``'s summary (secrets redacted)."""
+    from ..config._config import redact_args, redact_url
+
+    if server.command is not None:
+        target = shlex.join([server.command, *redact_args(server.args)])
+    elif server.url is not None:
+        target = redact_url(server.url)
+    else:
+        target = "(in code)"
+    notes = []
+    if not server.enabled:
+        notes.append("disabled")
+    if server.trust_level == "trusted":
+        notes.append("trusted")
+    if server.oauth_settings is not None:
+        notes.append("oauth")
+    if server.project is not None:
+        notes.append("from the project file: needs approval (trio-mcp project list)")
+    return server.name, server.transport_kind.value, _cut(target, 70), ", ".join(notes)
+
+
+def _command_check(server: ServerConfig) -> dict[str, Any]:
+    """Whether a stdio server's command can be found: on its own ``PATH`` (its ``env``'s, else
+    this process's), or as a path (relative to its ``cwd``)."""
+    command = server.command or ""
+    path = server.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if os.sep in command or (os.altsep and os.altsep in command):
+        base = Path(server.cwd) if server.cwd else Path.cwd()
+        candidate = base / command
+        found = shutil.which(str(candidate), path="")
+        searched = str(candidate)
+    else:
+        found = shutil.which(command, path=path)
+        searched = "PATH"
+    return {"server": server.name, "command": command, "found": found, "searched": searched}
 
 
 def _cmd_demo(args: argparse.Namespace, out: _Out) -> int:

@@ -28,6 +28,7 @@ Loading returns a :class:`LoadedConfig`: the config plus the warnings (also logg
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
@@ -607,13 +608,22 @@ class _Reader:
         """Warn about keys this loader does not read (sections that other programs share)."""
         for key in section:
             if key not in known:
-                self.warn(f"{source}: {_key_path(path, key)}: unknown key, ignored")
+                self.warn(
+                    f"{source}: {_key_path(path, key)}: unknown key, ignored{_nearest(key, known)}"
+                )
 
     # -------------------------------------------------------------- servers
 
     def server(self, entry: _Entry, shape: ConfigShape) -> ServerConfig | None:
         """Read one server entry; None (with problems recorded) when it is invalid."""
         return _ServerReader(self, entry, shape).read()
+
+
+def _nearest(key: Any, known: frozenset[str]) -> str:
+    """``; did you mean 'command'?`` for a misspelt key (the closest known one, by
+    :func:`difflib.get_close_matches`), else ``""``."""
+    close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.7)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _show(value: Any) -> str:
@@ -807,7 +817,11 @@ class _ServerReader:
         known = _SHAPE_KEYS[self.shape]
         for key in data:
             if key not in known:
-                self.bad((key,), f"unknown key {key!r} (known keys: {', '.join(sorted(known))})")
+                self.bad(
+                    (key,),
+                    f"unknown key {key!r}{_nearest(key, known)} (known keys: "
+                    f"{', '.join(sorted(known))})",
+                )
         options = self.transport() | self.behaviour()
         if len(self.reader.problems) > before:
             return None

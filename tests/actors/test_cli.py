@@ -156,17 +156,22 @@ def test_config_check_prints_the_merged_config_redacted(
     code, out, err = run(capsys, "config", "check", str(path))
     assert code == 0
     assert "very-secret-token" not in out + err
-    first, _, rest = out.partition("\n")
-    assert first == f"configuration is valid (agentao shape, 2 servers; read from: {path})"
-    view = json.loads(rest)
-    assert view["servers"]["gh"]["env"] == {"GITHUB_TOKEN": "***"}
-    assert view["servers"]["web"]["headers"] == {"X-Key": "***"}
-    assert err == f"trio-mcp: warning: {path}: rules: unknown key, ignored\n"
+    # A short summary by default: one line per server (--json has the whole merged view).
+    assert out.splitlines() == [
+        f"configuration is valid (agentao shape, 2 servers; read from: {path})",
+        "  SERVER  TYPE   RUNS / CONNECTS TO",
+        "  gh      stdio  npx",
+        "  web     http   https://h.example/mcp",
+    ]
+    assert err.splitlines()[0] == f"trio-mcp: warning: {path}: rules: unknown key, ignored"
 
     code, out, err = run(capsys, "config", "check", "--config", str(path), "--json")
     assert (code, err) == (0, "")
     document = json.loads(out)
-    assert set(document) == {"valid", "shape", "sources", "warnings", "config"}
+    assert set(document) == {"valid", "shape", "sources", "warnings", "commands", "config"}
+    assert document["config"]["servers"]["gh"]["env"] == {"GITHUB_TOKEN": "***"}
+    assert document["config"]["servers"]["web"]["headers"] == {"X-Key": "***"}
+    assert [(c["server"], c["command"]) for c in document["commands"]] == [("gh", "npx")]
     assert (document["valid"], document["shape"], document["sources"]) == (
         True,
         "agentao",
@@ -250,7 +255,9 @@ async def test_watch_redraws_the_table_on_a_terminal() -> None:
     out = _Out(json=False, stdout=terminal, stderr=io.StringIO())
 
     def screen() -> str:
-        return terminal.getvalue().rpartition("\x1b[H\x1b[2J")[2]
+        # The last frame: drawn from the cursor's home, each line cleared to its end.
+        frame = terminal.getvalue().rpartition("\x1b[H")[2]
+        return frame.replace("\x1b[K", "").replace("\x1b[J", "")
 
     with trio.fail_after(10):
         async with open_runtime(loaded.config) as rt, trio.open_nursery() as nursery:
@@ -273,5 +280,12 @@ async def test_watch_redraws_the_table_on_a_terminal() -> None:
         "s",
         "-",
     ]
-    # Every redraw starts with "cursor home, clear screen".
-    assert terminal.getvalue().startswith("\x1b[H\x1b[2J")
+    # The screen is cleared once; every redraw then writes over the last one (cursor home,
+    # each line cleared to its end, the rest of the screen cleared): no blank frame, no flicker.
+    text = terminal.getvalue()
+    assert text.startswith("\x1b[H\x1b[2J\x1b[H")
+    assert text.count("\x1b[2J") == 1
+    frames = text.split("\x1b[H")[2:]
+    assert frames
+    assert all(frame.endswith("\x1b[J") for frame in frames)
+    assert all(line.endswith("\x1b[K") for line in frames[-1].splitlines()[:-1])

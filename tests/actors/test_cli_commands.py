@@ -135,11 +135,14 @@ def test_status_table_shows_each_server_and_why_one_failed(
     assert notes[:5] == ["notes", "ready", "stdio", "2025-11-25", "2"]
     assert notes[-1] == "-"  # no error
     assert lines[2].split()[:5] == ["broken", "failed", "stdio", "-", "0"]
-    assert "TransportClosed: stdio server" in lines[2]
+    # The table's cell is cut: the whole error follows on one line of its own.
+    cell = lines[2].partition("TransportClosed")[1] + lines[2].partition("TransportClosed")[2]
+    assert (cell.startswith("TransportClosed: stdio server"), len(cell)) == (True, 60)
+    assert cell.endswith("...")
     assert lines[3] == ""
     assert lines[4].startswith("broken: TransportClosed: stdio server ")
-    assert "exited with code 3" in lines[4]
-    assert "  | boom: missing API key" in out
+    assert lines[4].endswith("exited with code 3; its last stderr lines: | boom: missing API key")
+    assert len(lines) == 5  # one line per failed server, not three
 
 
 def test_status_json(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
@@ -377,11 +380,13 @@ def test_a_refused_tool_is_shown_once_with_its_reason(tmp_path: Path) -> None:
     assert (done.stdout + done.stderr).splitlines() == [
         f"trio-mcp: error: server 'p': the tool 'evil' was refused: {INJECTION}"
     ]
-    done = cli("-v", "tools", "--config", str(path))  # -v shows the log (once) as well
-    assert [line for line in done.stderr.splitlines() if "refused" in line] == [
-        f"  [WARNING trio_mcp.registry] server 'p': tool 'evil' refused: {INJECTION}",
-        f"trio-mcp: p/evil: refused: {INJECTION}",
-    ]
+    # -v summarises the registrations per server instead of logging a line per refused tool.
+    for argv in (["-v", "tools"], ["tools", "-v"]):  # before or after the command
+        done = cli(*argv, "--config", str(path))
+        assert [line for line in done.stderr.splitlines() if "refused" in line] == [
+            "  [INFO trio_mcp.cli] server 'p': ready, 1 tools registered, 1 refused (evil)",
+            f"trio-mcp: p/evil: refused: {INJECTION}",
+        ]
 
 
 def test_tools_with_a_server_down_exits_4(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
@@ -649,9 +654,11 @@ def test_resources_and_read(capsys: pytest.CaptureFixture[str], good: Path) -> N
     code, out, err = run(capsys, "resources", "notes", "--config", str(good))
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "notes  notes://readme  readme  text/plain",
-        "templates:",
-        "notes  notes://{id}  note",
+        "SERVER  URI             NAME    TYPE",
+        "notes   notes://readme  readme  text/plain",
+        "",
+        "SERVER  URI TEMPLATE  NAME",
+        "notes   notes://{id}  note",
     ]
     code, out, err = run(capsys, "read", "notes", "notes://readme", "--config", str(good))
     assert (code, out, err) == (0, "Notes are kept in memory.\n", "")
@@ -701,7 +708,10 @@ def test_prompts_and_prompt(capsys: pytest.CaptureFixture[str], good: Path) -> N
         "warnings": [],
     }
     code, out, _ = run(capsys, "prompts", "notes", "--config", str(good))
-    assert (code, out) == (0, "notes  review(code*)  Review some code\n")
+    assert (code, out.splitlines()) == (
+        0,
+        ["SERVER  PROMPT         DESCRIPTION", "notes   review(code*)  Review some code"],
+    )
     code, out, err = run(
         capsys, "prompt", "notes", "review", "--args", '{"code": "main.py"}', "--config", str(good)
     )

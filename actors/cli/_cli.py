@@ -586,15 +586,13 @@ async def _connected(
     show a live progress line per server meanwhile. ``-v`` logs a summary per server, ``-vv``
     every JSON-RPC frame."""
     from ._auth import OAUTH_FACTORIES
-    from ._frames import open_frame_tap
+    from ._frames import frame_tap
 
     oauth = OAUTH_FACTORIES.get()
     async with AsyncExitStack() as stack:
-        opener = None
-        if _VERBOSITY.get() >= 2:
-            opener = await stack.enter_async_context(open_frame_tap(config, oauth))
+        tap = frame_tap if _VERBOSITY.get() >= 2 else None
         rt = await stack.enter_async_context(
-            open_runtime(config, callbacks=callbacks, open_transport=opener, oauth=oauth)
+            open_runtime(config, callbacks=callbacks, oauth=oauth, wrap_transport=tap)
         )
         started = trio.current_time()
         if out is not None and out.tty and not out.json and config.servers:

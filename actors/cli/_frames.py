@@ -1,15 +1,13 @@
 """``trio-mcp -vv``: every JSON-RPC frame to and from each server, logged redacted.
 
-The command line opens its runtime with a transport opener that wraps the runtime's own
-(:func:`~trio_mcp.actors.runtime.open_default_transport`): the frames the server sends are seen
-on their way into the transport's sink, the frames we send on their way into the transport.
+The command line opens its runtime with ``wrap_transport=frame_tap``: each server's transports
+are still opened by the runtime's own opener (with the server's OAuth sign-in), and the frames
+the server sends are seen on their way into the transport's sink, the frames we send on their
+way into the transport.
 Each is logged at DEBUG under ``trio_mcp.frames`` as ``SERVER --> {...}`` (sent) or ``SERVER
 <-- {...}`` (received), after :func:`~trio_mcp.actors.config.redact` (the value of every key
 that looks secret is ``***``, long strings are cut; a string that holds JSON, such as a tool's
 text output, is redacted the same way).
-
-A server with OAuth keeps its sign-in: the command line opens one per such server (the same
-factories and token store as the runtime's) and passes its ``auth`` to the transport.
 """
 
 from __future__ import annotations
@@ -17,21 +15,16 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
-
 from ...transports._base import FrameSink, Inbound, Transport
-from ..config._config import RuntimeConfig, ServerConfig
-from ..config._loader import credentials_path
+from ..config._config import ServerConfig
 from ..config._redact import redact, redact_text
-from ..runtime._runtime import http_parameters, open_default_transport
-from ..runtime._signin import OAuthFactories, open_sign_in
 from ..runtime._supervisor import TransportOpener
 
-__all__ = ["FRAMES_LOGGER", "describe_frame", "open_frame_tap"]
+__all__ = ["FRAMES_LOGGER", "describe_frame", "frame_tap"]
 
 #: The logger the frames go to (DEBUG).
 FRAMES_LOGGER = "trio_mcp.frames"
@@ -143,50 +136,13 @@ def _tapped(inner: Transport, server: str) -> Transport:
     return result
 
 
-@asynccontextmanager
-async def open_frame_tap(
-    config: RuntimeConfig, oauth: OAuthFactories
-) -> AsyncIterator[TransportOpener]:
-    """A transport opener for ``open_runtime(config, open_transport=...)`` that logs every
-    frame; for the duration of the block (the sign-ins of OAuth servers run in it)."""
-    auths: dict[str, httpx.Auth] = {}
-    async with AsyncExitStack() as stack:
-        store = None
-        for server in config.servers:
-            settings = server.oauth_settings
-            if settings is None or not server.enabled:
-                continue
-            if store is None:
-                store = oauth.store(config.credentials_dir or credentials_path())
-            sign_in = await stack.enter_async_context(
-                open_sign_in(
-                    oauth,
-                    server=server.name,
-                    settings=settings,
-                    store=store,
-                    http=http_parameters(server),
-                )
-            )
-            auths[server.name] = sign_in.auth
+def frame_tap(server: ServerConfig, inner: TransportOpener) -> TransportOpener:
+    """The ``wrap_transport`` of ``open_runtime`` for ``-vv``: ``inner`` (the runtime's own
+    opener for ``server``, its sign-in included) with every frame logged on its way."""
 
-        def opener(server: ServerConfig, sink: FrameSink) -> AbstractAsyncContextManager[Transport]:
-            return _open(server, sink, config.shutdown_grace, auths)
+    @asynccontextmanager
+    async def opener(config: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+        async with inner(config, _SinkTap(sink, config.name)) as transport:
+            yield _tapped(transport, config.name)
 
-        yield opener
-
-
-@asynccontextmanager
-async def _open(
-    server: ServerConfig,
-    sink: FrameSink,
-    shutdown_grace: float,
-    auths: Mapping[str, httpx.Auth],
-) -> AsyncIterator[Transport]:
-    opened = open_default_transport(
-        server,
-        _SinkTap(sink, server.name),
-        shutdown_grace=shutdown_grace,
-        auth=auths.get(server.name),
-    )
-    async with opened as transport:
-        yield _tapped(transport, server.name)
+    return opener

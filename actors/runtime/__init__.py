@@ -51,6 +51,8 @@ from ._runtime import (
     ReadyReport,
     Runtime,
     RuntimeState,
+    TransportOpener,
+    TransportWrapper,
     open_runtime,
     serve_runtime,
 )
@@ -137,6 +139,8 @@ __all__ = [
     "ToolCallRequest",
     "ToolRefusal",
     "ToolsChanged",
+    "TransportOpener",
+    "TransportWrapper",
     "open_runtime",
     "open_sign_in",
     "registered_name",

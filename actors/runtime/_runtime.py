@@ -110,7 +110,13 @@ from ._session import Session
 from ._signin import DEFAULT_OAUTH, OAuthFactories
 from ._skills import McpSkill, SkillDirectoryPage, SkillFile, SkillListing, Skills
 from ._skillwatch import SkillsView
-from ._supervisor import SETTLED, ServerStatus, ServerSupervisor, TransportOpener
+from ._supervisor import (
+    SETTLED,
+    ServerStatus,
+    ServerSupervisor,
+    TransportOpener,
+    TransportWrapper,
+)
 from ._tasks import TaskHandle, TaskRunner, task_mode
 from ._taskstore import TaskRecord, TaskStore
 from ._tracing import TRACING, CallSpan, start_call
@@ -121,6 +127,7 @@ __all__ = [
     "Runtime",
     "RuntimeState",
     "TransportOpener",
+    "TransportWrapper",
     "http_parameters",
     "open_default_transport",
     "open_runtime",
@@ -1326,21 +1333,25 @@ def _build(
     holds: Mapping[str, str] | None = None,
     oauth: OAuthFactories | None = None,
     hooks: Sequence[CallHook] = (),
+    wrap_transport: TransportWrapper | None = None,
 ) -> Runtime:
     bus = EventBus()
     registry = Registry(builtin_names=config.builtin_tool_names, events=bus)
     callbacks = callbacks or HostCallbacks()
     sign_ins = _sign_ins(config, callbacks, oauth or DEFAULT_OAUTH)
 
-    def opener_of(server: str) -> TransportOpener:
+    def opener_of(server: ServerConfig) -> TransportOpener:
+        base: TransportOpener
         if open_transport is not None:
-            return open_transport
-        sign_in = sign_ins.get(server)
-        return functools.partial(
-            open_default_transport,
-            shutdown_grace=config.shutdown_grace,
-            auth=None if sign_in is None else sign_in.auth,
-        )
+            base = open_transport
+        else:
+            sign_in = sign_ins.get(server.name)
+            base = functools.partial(
+                open_default_transport,
+                shutdown_grace=config.shutdown_grace,
+                auth=None if sign_in is None else sign_in.auth,
+            )
+        return base if wrap_transport is None else wrap_transport(server, base)
 
     holds = holds or {}
     supervisors = {
@@ -1349,7 +1360,7 @@ def _build(
             runtime=config,
             registry=registry,
             callbacks=callbacks,
-            open_transport=opener_of(server.name),
+            open_transport=opener_of(server),
             events=bus,
             rng=rng or random.Random(),
             hold=holds.get(server.name),
@@ -1370,14 +1381,16 @@ async def serve_runtime(
     approve_project_server: ProjectServerApprover | None = None,
     oauth: OAuthFactories | None = None,
     hooks: Sequence[CallHook] = (),
+    wrap_transport: TransportWrapper | None = None,
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run a runtime in a nursery the host owns: ``rt = await nursery.start(serve_runtime,
     config)``. Returns after ``await rt.aclose()`` (or when the nursery is cancelled). A single
     failure is raised as itself, never wrapped in an ``ExceptionGroup``.
-    ``approve_project_server``, ``oauth`` and ``hooks``: as for :func:`open_runtime`."""
+    ``approve_project_server``, ``oauth``, ``hooks`` and ``wrap_transport``: as for
+    :func:`open_runtime`."""
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks, wrap_transport)
     with _single_failure():
         await runtime._serve(task_status)
 
@@ -1392,6 +1405,7 @@ async def open_runtime(
     approve_project_server: ProjectServerApprover | None = None,
     oauth: OAuthFactories | None = None,
     hooks: Sequence[CallHook] = (),
+    wrap_transport: TransportWrapper | None = None,
 ) -> AsyncIterator[Runtime]:
     """Run a runtime for the duration of an ``async with`` block.
 
@@ -1413,9 +1427,14 @@ async def open_runtime(
 
     ``hooks``: the call hooks (:class:`CallHook`) that run around every ``rt.call``, in the
     caller's task, the first outermost (docs/embedding.md "Call hooks").
+
+    ``wrap_transport``: called once per server with its configuration and the opener the
+    runtime would use (its sign-in's ``auth`` included), returns the opener to use instead: to
+    watch or alter what goes over the wire (the command line's ``-vv`` logs every frame) while
+    the runtime keeps opening the transports itself.
     """
     holds = await _project_holds(config, approve_project_server)
-    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks)
+    runtime = _build(config, callbacks, open_transport, rng, holds, oauth, hooks, wrap_transport)
     with _single_failure():
         async with trio.open_nursery() as nursery:
             await nursery.start(_shielded, runtime)

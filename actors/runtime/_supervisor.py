@@ -126,6 +126,7 @@ __all__ = [
     "Stop",
     "SupervisorMsg",
     "TransportOpener",
+    "TransportWrapper",
 ]
 
 logger = logging.getLogger("trio_mcp.supervisor")
@@ -149,6 +150,9 @@ SETTLED = frozenset(
 TransportOpener: TypeAlias = Callable[
     [ServerConfig, FrameSink], AbstractAsyncContextManager[Transport]
 ]
+#: Takes a server's configuration and the opener the runtime would use for it, and gives the
+#: opener to use instead (``open_runtime(wrap_transport=...)``).
+TransportWrapper: TypeAlias = Callable[[ServerConfig, TransportOpener], TransportOpener]
 
 
 # --------------------------------------------------------------------------- messages

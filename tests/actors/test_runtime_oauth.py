@@ -24,6 +24,7 @@ from trio_mcp.actors import (
     ServerStateChanged,
     open_runtime,
 )
+from trio_mcp.actors.runtime import TransportOpener
 from trio_mcp.actors.testing import FakeServer, FakeTool
 from trio_mcp.protocol import (
     AuthorizationRequired,
@@ -456,3 +457,44 @@ async def test_the_sign_in_authorizes_every_http_request_of_the_server() -> None
                 assert (await rt.wait_ready()).ready == ("web",)
                 assert (await rt.call("mcp_web_echo", {"text": "hi"})).text
     assert set(seen[1:]) == {"Bearer token-abc"}
+
+
+async def test_wrap_transport_wraps_the_runtimes_own_opener_with_the_sign_in() -> None:
+    # The command line's -vv logs frames through wrap_transport: the wrapped opener is the
+    # runtime's own, so the server's requests still go through its one sign-in (no second one).
+    fake = FakeMcpHttp()
+    seen: list[str | None] = []
+    wrapped: list[str] = []
+
+    async def guarded(request: HttpRequest, reply: Reply) -> None:
+        seen.append(request.header("authorization"))
+        if request.header("authorization") != "Bearer token-abc":
+            await reply.send(401, b"", headers=[("www-authenticate", 'Bearer realm="mcp"')])
+            return
+        await fake.handle(request, reply)
+
+    def wrap(server: ServerConfig, inner: TransportOpener) -> TransportOpener:
+        @asynccontextmanager
+        async def opener(config: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+            wrapped.append(config.name)
+            async with inner(config, sink) as transport:
+                yield transport
+
+        return opener
+
+    oauth = FakeOAuth()
+    with trio.fail_after(20):
+        async with serve_http(guarded) as server:
+            local = ServerConfig(
+                name="web", url=server.base + "/mcp", auth="oauth", connect_timeout=5
+            )
+            async with open_runtime(
+                config(local), oauth=oauth.factories(), wrap_transport=wrap
+            ) as rt:
+                assert (await rt.wait_ready())["web"].state is ServerState.NEEDS_AUTH
+                await rt.login("web", prompt=approve)
+                assert (await rt.wait_ready()).ready == ("web",)
+                assert (await rt.call("mcp_web_echo", {"text": "hi"})).text
+    assert wrapped == ["web", "web"]
+    assert seen[0] is None and set(seen[1:]) == {"Bearer token-abc"}
+    assert list(oauth.sign_ins) == ["web"]  # one sign-in, the runtime's

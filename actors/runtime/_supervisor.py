@@ -360,7 +360,9 @@ class ServerSupervisor:
     #: The next attempt from NEEDS_AUTH is the periodic re-check: it leaves the state alone
     #: unless it gets READY. False once the host asked.
     _quiet_probe: bool = attrs.field(default=False, init=False)
-    #: The host asked for an attempt while a re-check ran: the next one is due at once.
+    #: The host asked for an attempt (a login) while one ran or the last connection's tools
+    #: were being withdrawn: if that ends in NEEDS_AUTH, the next attempt is due at once (the
+    #: ask may have come after what ran was refused). Taken by whatever ends the wait.
     _asked_during_probe: bool = attrs.field(default=False, init=False)
     #: Why the running connection is being ended (signed out): its end is a NEEDS_AUTH.
     _auth_override: AuthorizationRequired | None = attrs.field(default=None, init=False)
@@ -439,7 +441,10 @@ class ServerSupervisor:
         if self._reconnect_asked:
             return True
         due = self._next_attempt_at
-        return self._running is None and due is not None and due <= trio.current_time()
+        # An ended connection whose transport is still closing does not hold the next attempt
+        # back for long: it starts once the transport is closed.
+        idle = self._running is None or self._running <= self._ended
+        return idle and due is not None and due <= trio.current_time()
 
     def unavailable(self) -> ServerUnavailable:
         status = self._published
@@ -606,8 +611,10 @@ class ServerSupervisor:
         disabled, or the supervisor is stopping."""
         if self._state is ServerState.NEEDS_AUTH:
             self._quiet_probe = False
-            if self._running is not None:  # a re-check runs: go again at once if it fails
-                self._asked_during_probe = True
+        if (self._running is not None or self._withdrawing is not None) and not self._stopping:
+            # What runs (or ends) may still be refused for want of the sign-in the host has just
+            # made: then go again at once rather than at the re-check.
+            self._asked_during_probe = True
         if (
             self._running is None
             and self._withdrawing is None
@@ -774,6 +781,7 @@ class ServerSupervisor:
             self._ready_since = None
             self._needs_auth(auth)
             return
+        self._asked_during_probe = False  # an ask during the withdrawal: the backoff decides
         now = trio.current_time()
         if (
             self._ready_since is not None
@@ -792,6 +800,7 @@ class ServerSupervisor:
 
     def _failed(self, reason: str) -> None:
         """A connection attempt failed before it was ready."""
+        self._asked_during_probe = False  # an ask while it ran: the backoff decides
         now = trio.current_time()
         self._last_error = reason
         self._failures += 1
@@ -853,7 +862,10 @@ class ServerSupervisor:
             server=self.name,
             hint=login_hint(self.name),
         )
-        if self._running is not None:
+        if self._running is not None and self._running > self._ended:
+            # The connection (or attempt) is live: its end is the NEEDS_AUTH. One that has
+            # ended already (its transport still closing) is not waited for: its end was
+            # handled, and an override left for it would be taken by a later connection.
             assert self._running_scope is not None
             self._auth_override = error
             self._running_scope.cancel()

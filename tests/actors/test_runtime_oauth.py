@@ -498,3 +498,81 @@ async def test_wrap_transport_wraps_the_runtimes_own_opener_with_the_sign_in() -
     assert wrapped == ["web", "web"]
     assert seen[0] is None and set(seen[1:]) == {"Bearer token-abc"}
     assert list(oauth.sign_ins) == ["web"]  # one sign-in, the runtime's
+
+
+async def test_a_login_during_an_attempt_that_then_needs_a_sign_in_connects_at_once(
+    autojump_clock: trio.testing.MockClock, fake: FakeServer
+) -> None:
+    # The attempt started before the sign-in stored its token and is refused after it (a slow
+    # 401). rt.login returned while the server was CONNECTING; its ask must not be dropped: the
+    # server connects as soon as the refused attempt is over, not at the re-check (300 s).
+    oauth = FakeOAuth()
+    attempts: list[float] = []
+
+    @asynccontextmanager
+    async def slow_refusal(server: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+        attempts.append(trio.current_time())
+        sign_in = oauth.sign_ins[server.name]
+        if await sign_in.current_token() is None:
+            await trio.sleep(5)  # the refusal takes its time to come back
+            raise sign_in.required()
+        async with fake.connect(sink) as transport:
+            yield transport
+
+    async with open_runtime(config(), open_transport=slow_refusal, oauth=oauth.factories()) as rt:
+        await trio.sleep(1)
+        assert rt.status()["web"].state is ServerState.CONNECTING
+        await rt.login("web", prompt=approve)
+        assert trio.current_time() == 1.0
+        report = await rt.wait_ready()
+        assert report.ready == ("web",)
+        assert attempts == [0.0, 5.0]
+
+
+async def test_a_logout_while_the_ended_connection_is_still_closing_is_needs_auth_at_once(
+    autojump_clock: trio.testing.MockClock, fake: FakeServer
+) -> None:
+    # The connection dropped and its transport takes 2 s to close; a logout in that window
+    # ends in NEEDS_AUTH at once (no attempt that is bound to be refused), and its "signed out"
+    # is not left behind to turn a later connection's ordinary drop into a NEEDS_AUTH.
+    oauth = FakeOAuth()
+    attempts: list[float] = []
+
+    @asynccontextmanager
+    async def slow_to_close(server: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+        attempts.append(trio.current_time())
+        sign_in = oauth.sign_ins[server.name]
+        if await sign_in.current_token() is None:
+            raise sign_in.required()
+        async with fake.connect(sink) as transport:
+            try:
+                yield transport
+            finally:
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(2)  # the close grace
+
+    async with open_runtime(config(), open_transport=slow_to_close, oauth=oauth.factories()) as rt:
+        await rt.wait_ready()
+        await rt.login("web", prompt=approve)
+        assert (await rt.wait_ready()).ready == ("web",)
+        await trio.sleep(10)
+        supervisor = rt._supervisor("web")
+        assert await fake.disconnect() == 1
+        await supervisor.wait_state(lambda s: s is not ServerState.READY)
+        assert rt.status()["web"].state is ServerState.RECONNECTING
+        await trio.sleep(0.5)  # the transport is still closing
+        left = trio.current_time()
+        assert await rt.logout("web") is True
+        await supervisor.wait_state(lambda s: s is ServerState.NEEDS_AUTH)
+        assert trio.current_time() == left
+        status = rt.status()["web"]
+        assert status.last_error is not None and "signed out" in status.last_error
+        await trio.sleep(60)
+        assert len(attempts) == 2  # no attempt after the logout
+        # signed in again, a later drop is an ordinary reconnect, not a NEEDS_AUTH
+        await rt.login("web", prompt=approve)
+        assert (await rt.wait_ready()).ready == ("web",)
+        assert await fake.disconnect() == 1
+        await supervisor.wait_state(lambda s: s is not ServerState.READY)
+        assert rt.status()["web"].state is ServerState.RECONNECTING
+        assert (await rt.wait_ready()).ready == ("web",)

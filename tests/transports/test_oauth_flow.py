@@ -17,9 +17,11 @@ from typing import Any, Literal
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from trio_mcp.actors.testing import FakeOAuthServer, headless_sign_in
 from trio_mcp.protocol import (
+    AuthorizationError,
     AuthorizationRequired,
     CredentialsRefused,
     InsufficientScope,
@@ -670,3 +672,44 @@ async def test_two_processes_sharing_a_store_refresh_once(tmp_path: Any) -> None
         "authorization_code",
         "refresh_token",
     ]
+
+
+async def test_what_waits_for_the_sign_in_fails_when_it_stops_instead_of_waiting_forever() -> None:
+    # A login whose user never comes back, a logout queued behind it: the sign-in's task is
+    # cancelled (the runtime closes); both callers, in tasks of their own, get an error.
+    entered = trio.Event()
+
+    async def never(request: AuthorizationRequest) -> str:
+        entered.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    outcomes: list[str] = []
+
+    async def ask(what: str, call: Any) -> None:
+        try:
+            await call()
+        except AuthorizationError as exc:
+            outcomes.append(f"{what}: {exc}")
+
+    with trio.fail_after(10):
+        async with FakeOAuthServer().serve() as fake, trio.open_nursery() as callers:
+            signer = Authorizer(
+                server="srv",
+                settings=OAuthSettings(),
+                store=MemoryTokenStore(),
+                http=HttpParameters(url=fake.mcp_url),
+            )
+            async with trio.open_nursery() as actor:
+                await actor.start(signer.run)
+                callers.start_soon(ask, "login", lambda: signer.login(never))
+                await entered.wait()
+                callers.start_soon(ask, "logout", signer.logout)
+                await trio.testing.wait_all_tasks_blocked()
+                actor.cancel_scope.cancel()
+    assert sorted(outcomes) == [
+        "login: the sign-in of 'srv' has stopped",
+        "logout: the sign-in of 'srv' has stopped",
+    ]
+    with pytest.raises(AuthorizationError, match="not running"):
+        await signer.logout()

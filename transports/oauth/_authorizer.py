@@ -333,12 +333,17 @@ class Authorizer:
             self._client = client
             self._running = True
             task_status.started()
+            message: _Message | None = None
             try:
                 async for message in self._receive:
                     await self._handle(message)
+                    message = None
             finally:
                 self._running = False
                 self._client = None
+                # Nobody answers any more: whoever waits (the message being handled, those
+                # queued, a sender blocked on the full mailbox) fails now instead of forever.
+                self._fail_waiters(message)
 
     async def login(
         self,
@@ -439,6 +444,25 @@ class Authorizer:
             )
             failure.__cause__ = exc
             message.reply.fail(failure)
+
+    def _fail_waiters(self, current: _Message | None) -> None:
+        """Fail the reply of ``current`` and of every queued message, synchronously, and close
+        the mailbox (a later or blocked send raises, which :meth:`_ask` turns into the same
+        error)."""
+        pending = [] if current is None else [current]
+        while True:
+            try:
+                pending.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+        self._receive.close()
+        for message in pending:
+            if not isinstance(message, _NonceSeen):
+                message.reply.fail(
+                    AuthorizationError(
+                        f"the sign-in of {self._server!r} has stopped", server=self._server
+                    )
+                )
 
     # ------------------------------------------------------------------ requests
 

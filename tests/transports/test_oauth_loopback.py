@@ -23,6 +23,7 @@ async def test_the_one_redirect_is_taken_and_answered_with_a_short_page() -> Non
                 assert "c-1" not in answer.text and "s-1" not in answer.text
                 assert answer.headers["cache-control"] == "no-store"
                 assert await receiver.wait() == receiver.redirect_uri + "?code=c-1&state=s-1"
+                assert "c-1" not in repr(receiver)  # the code is a secret: not in a repr
                 # one redirect only
                 again = await client.get(receiver.redirect_uri + "?code=c-2&state=s-2")
                 assert again.status_code == 409

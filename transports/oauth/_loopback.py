@@ -57,7 +57,7 @@ class LoopbackReceiver:
     timeout: float
     _path: str
     _received: trio.Event = attrs.field(factory=trio.Event, init=False)
-    _url: str | None = attrs.field(default=None, init=False)
+    _url: str | None = attrs.field(default=None, init=False, repr=False)  # holds the code
 
     async def wait(self) -> str:
         """The full URL the browser was redirected to (``redirect_uri?code=...&state=...``).

@@ -24,11 +24,9 @@ validated as the loader would before anything is written; secrets are shown reda
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shlex
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from typing import Any
 import attrs
 
 from ...protocol._errors import ConfigError
+from ...transports._files import write_atomically
 from ..config._approvals import ProjectApprovals, entry_digest
 from ..config._config import redact_args, redact_url, valid_server_name
 from ..config._loader import (
@@ -259,24 +258,7 @@ def write_json_atomically(
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o644 & ~umask
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):  # not every file system lets a directory be fsynced
-        directory = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+    write_atomically(target, text.encode("utf-8"), mode=mode)
 
 
 def _write(document: _Document, servers: dict[str, Any]) -> None:

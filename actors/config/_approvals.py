@@ -15,14 +15,12 @@ user owns it or others may write to it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
 import os
 import shlex
 import stat
-import tempfile
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +28,7 @@ from typing import Any, Final
 import attrs
 
 from ...protocol._errors import ConfigError
+from ...transports._files import write_atomically
 
 __all__ = [
     "APPROVALS_FILE_NAME",
@@ -269,22 +268,10 @@ class ProjectApprovals:
                 "approved_at": approval.approved_at,
             }
         text = json.dumps({"version": _VERSION, "projects": projects}, indent=2, sort_keys=True)
-        directory = self.path.parent
         try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=directory)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomically(self.path, (text + "\n").encode("utf-8"), mode=0o600)
         except OSError as exc:
-            raise _store_error(self.path, f"cannot write it: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), 0o600)
-                handle.write(text + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
             raise _store_error(self.path, f"cannot write it: {exc.strerror or exc}") from None
 
 

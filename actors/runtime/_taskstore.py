@@ -24,13 +24,13 @@ import json
 import logging
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 from ...protocol._errors import ConfigError
+from ...transports._files import sync_directory, write_atomically
 
 __all__ = ["TaskRecord", "TaskStore"]
 
@@ -121,20 +121,8 @@ class TaskStore:
         text = json.dumps(record.to_json(), sort_keys=True)
         try:
             self._ensure_directory()
-            fd, temporary = tempfile.mkstemp(prefix=".task.", dir=self.directory)
+            write_atomically(path, (text + "\n").encode("utf-8"), mode=0o600)
         except OSError as exc:
-            raise self._error(f"cannot write to it: {exc.strerror or exc}") from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                os.fchmod(handle.fileno(), 0o600)
-                handle.write(text + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, path)
-            _sync_directory(self.directory)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
             raise self._error(f"cannot write to it: {exc.strerror or exc}") from None
 
     def remove(self, server: str, task_id: str) -> None:
@@ -148,7 +136,7 @@ class TaskStore:
             logger.warning("the task record %s could not be removed: %s", path, exc)
             return
         with contextlib.suppress(OSError):
-            _sync_directory(self.directory)
+            sync_directory(self.directory)
 
     def get(self, server: str, task_id: str) -> TaskRecord | None:
         """The stored record of the task, or None."""
@@ -191,12 +179,3 @@ class TaskStore:
             "RuntimeConfig(task_store=...) to another directory",
             problems=((str(self.directory), why),),
         )
-
-
-def _sync_directory(directory: Path) -> None:
-    """Flush the directory entry of a rename to disk (where the platform allows it)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -14,6 +14,7 @@ another refreshed first.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -36,6 +37,7 @@ from ...protocol._errors import (
     ConfigError,
     InvalidMessage,
 )
+from .._files import sync_directory, write_atomically
 from ._types import Credential, CredentialKey
 
 __all__ = ["FORMAT_VERSION", "FileTokenStore", "MemoryTokenStore"]
@@ -162,14 +164,6 @@ def file_name(key: CredentialKey) -> str:
 
 class _Unreadable(Exception):
     """A credential file that cannot be used (internal: becomes a typed error or a warning)."""
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class FileTokenStore:
@@ -402,28 +396,9 @@ class FileTokenStore:
         body = json.dumps(
             {"format": FORMAT_VERSION, **unstructure(saved)}, indent=1, ensure_ascii=False
         ).encode("utf-8")
-        temporary = path.with_name(f".{path.name}.{os.urandom(8).hex()}.tmp")
         try:
-            fd = os.open(
-                temporary,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                _FILE_MODE,
-            )
-            try:
-                os.fchmod(fd, _FILE_MODE)
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, path)
-            _fsync_directory(self._directory)
+            write_atomically(path, body, mode=_FILE_MODE)
         except OSError as exc:
-            try:
-                temporary.unlink(missing_ok=True)
-            except OSError:
-                logger.warning("could not remove the temporary file %s", temporary)
             raise AuthorizationError(
                 f"cannot save the credential of server {credential.key.server!r} to {path}: "
                 f"{exc.strerror or exc}; the previous one (if any) is unchanged",
@@ -439,7 +414,8 @@ class FileTokenStore:
             raise AuthorizationError(
                 f"cannot delete the credential file {path}: {exc.strerror or exc}"
             ) from exc
-        _fsync_directory(self._directory)
+        with contextlib.suppress(OSError):
+            sync_directory(self._directory)
         return True
 
 

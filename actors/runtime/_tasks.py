@@ -178,8 +178,8 @@ def _seconds(milliseconds: int | None) -> float | None:
 def _polled(server: str, era: str, answer: Any, *, path: str) -> _Polled:
     """The :class:`_Polled` of a decoded task answer; raises :class:`InvalidMessage` for a
     result that is none (or of the other era's shape)."""
-    if era == _LEGACY and isinstance(answer, CreateTaskResult):
-        task: Any = answer.task
+    if era == _LEGACY and isinstance(answer, CreateTaskResult | GetTaskResult):
+        task: Any = answer.task if isinstance(answer, CreateTaskResult) else answer
         return _Polled(
             info=TaskInfo(
                 server=server,
@@ -190,20 +190,6 @@ def _polled(server: str, era: str, answer: Any, *, path: str) -> _Polled:
                 last_updated_at=task.last_updated_at,
                 ttl=_seconds(task.ttl),
                 poll_interval=_seconds(task.poll_interval),
-                era=era,
-            )
-        )
-    if era == _LEGACY and isinstance(answer, GetTaskResult):
-        return _Polled(
-            info=TaskInfo(
-                server=server,
-                task_id=answer.task_id,
-                status=answer.status,
-                status_message=answer.status_message,
-                created_at=answer.created_at,
-                last_updated_at=answer.last_updated_at,
-                ttl=_seconds(answer.ttl),
-                poll_interval=_seconds(answer.poll_interval),
                 era=era,
             )
         )

@@ -751,6 +751,14 @@ class ServerSupervisor:
                 self._era.value,
             )
             self._era = self._era_version = None
+        if self._state is ServerState.NEEDS_AUTH and self._quiet_probe:
+            # The re-check could not tell (the server is unreachable): only a READY changes
+            # the state, so it stays NEEDS_AUTH, with its reason and hint, and checks again.
+            logger.info("server %r: the sign-in re-check failed: %s", self.name, reason)
+            interval = self.runtime.retry.park_probe_interval
+            self._next_attempt_at = None if interval is None else trio.current_time() + interval
+            self._publish()
+            return
         self._failed(reason)
 
     def _withdraw(self, generation: int, reason: str) -> None:

@@ -576,3 +576,37 @@ async def test_a_logout_while_the_ended_connection_is_still_closing_is_needs_aut
         await supervisor.wait_state(lambda s: s is not ServerState.READY)
         assert rt.status()["web"].state is ServerState.RECONNECTING
         assert (await rt.wait_ready()).ready == ("web",)
+
+
+async def test_a_re_check_that_cannot_reach_the_server_stays_quietly_in_needs_auth(
+    autojump_clock: trio.testing.MockClock, fake: FakeServer
+) -> None:
+    # "only an attempt that gets READY changes its state": a re-check that finds the server
+    # unreachable leaves it NEEDS_AUTH (with its hint) and re-checks again an interval later.
+    from trio_mcp.protocol import ConnectError
+
+    oauth = FakeOAuth()
+    attempts: list[float] = []
+
+    @asynccontextmanager
+    async def down_after_first(server: ServerConfig, sink: FrameSink) -> AsyncIterator[Transport]:
+        attempts.append(trio.current_time())
+        if len(attempts) > 1:
+            raise ConnectError("server 'web': connection refused")
+        raise oauth.sign_ins[server.name].required()
+        yield  # type: ignore[unreachable]
+
+    async with open_runtime(
+        config(), open_transport=down_after_first, oauth=oauth.factories()
+    ) as rt:
+        await rt.wait_ready()
+        with rt.events() as events:
+            await trio.sleep(650)
+            assert [e for e in drain(events) if isinstance(e, ServerStateChanged)] == []
+        status = rt.status()["web"]
+        assert (status.state, status.hint, status.next_attempt_at) == (
+            ServerState.NEEDS_AUTH,
+            HINT,
+            900.0,
+        )
+        assert attempts == [0.0, 300.0, 600.0]

@@ -19,6 +19,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.transports.http_fake import FakeLegacySse
 from trio_mcp.actors import (
     AgentSurface,
     CallNext,
@@ -436,3 +437,27 @@ async def test_a_tenants_read_over_memory_with_headers_is_refused_as_a_catalog_e
         assert caught.value.kind == "invalid"
         assert isinstance(caught.value.__cause__, CredentialsNotCarried)
         assert reads(fake) == 0
+
+
+async def test_a_server_that_fell_back_to_http_sse_refuses_a_tenants_headers() -> None:
+    legacy = FakeOAuthServer(mcp=FakeLegacySse(), prm_at="root")
+    async with legacy.serve() as fake:
+        fake.tokens["op-token"] = frozenset()
+        assert fake.resource_server is not None
+        server = ServerConfig(
+            name="old",
+            type=TransportKind.HTTP,  # Streamable HTTP first, then the fallback
+            url=f"{fake.resource_server.base}/sse",
+            headers={"Authorization": "Bearer op-token"},
+        )
+        async with runtime(server) as rt:
+            alice = Tenant("alice", headers={"Authorization": TOKENS["alice"]})
+            with pytest.raises(CredentialsNotCarried) as caught:
+                await rt.call("mcp_old_echo", {"text": "x"}, tenant=alice)
+            assert "legacy HTTP+SSE transport, which has no headers per request" in str(
+                caught.value
+            )
+            # never sent as the operator instead; the operator's own calls go on
+            assert (await rt.call("mcp_old_echo", {"text": "y"})).text == "y"
+    posted = [r.header("authorization") for r in fake.resource_requests if r.method == "POST"]
+    assert TOKENS["alice"] not in posted and set(posted) == {"Bearer op-token"}

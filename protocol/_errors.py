@@ -43,6 +43,7 @@ Every error that trio-mcp raises on purpose is an :class:`McpError`. The tree::
     │   ├── ToolExecutionError           the tool ran and reported isError (raise_for_error())
     │   ├── InvalidToolOutput            its structuredContent breaks its outputSchema (.result)
     │   ├── CallHookFailed               a host's call hook raised or answered wrongly (.hook)
+    │   ├── CredentialsNotCarried        a tenant's call cannot go as that tenant (stdio, ...)
     │   └── McpCatalogError              a resource or prompt operation failed; ``kind`` says how
     ├── AuthorizationError               OAuth 2.1 sign-in to an HTTP server failed; ``server``
     │   ├── AuthorizationRequired        nobody is signed in, or the sign-in ran out: the server is
@@ -76,6 +77,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectTimeout",
+    "CredentialsNotCarried",
     "CredentialsRefused",
     "FrameTooLarge",
     "HeaderMismatch",
@@ -626,6 +628,25 @@ class CallHookFailed(CallError):
     ) -> None:
         super().__init__(message, server=server, method=method, request_id=request_id)
         self.hook = hook
+
+
+class CredentialsNotCarried(CallError):
+    """A call (or a read) made for a tenant cannot be sent as that tenant: its server's
+    transport has no headers per request (stdio, WebSocket, the legacy HTTP+SSE transport), or
+    the call would go on as a task, whose later requests cannot carry them. Nothing was sent;
+    the call fails alone. ``tenant`` is the tenant's id."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tenant: str,
+        server: str | None = None,
+        method: str | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, server=server, method=method, request_id=request_id)
+        self.tenant = tenant
 
 
 class InvalidToolOutput(CallError):

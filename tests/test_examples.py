@@ -203,6 +203,14 @@ def test_every_snippet_of_the_embedding_guide_runs(tmp_path: Path) -> None:
         "gpt-4.1: Three tools, all read-only.",
         "SamplingUsage(requests=1, input_tokens=42, output_tokens=8, refused=0)",
     ]
+    # Many users: per-call credentials (headers per call, a tenant's own OAuth sign-in).
+    at = lines.index("Tenant('alice', headers=['Authorization'])")
+    assert lines[at + 1 : at + 4] == [
+        "[('alice', 'Bearer alice-token'), ('bob', 'Bearer bob-token'), "
+        "('operator', 'Bearer op-token')]",
+        "AuthorizationRequired rt.login('docs', tenant='carol', prompt=...) ready",
+        'signed_in {"who":"carol"}',
+    ]
     assert "demo: connecting -> ready" in lines
     assert "demo: ready -> stopping" in lines
     assert "demo: stopping -> stopped" in lines

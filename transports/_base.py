@@ -21,9 +21,10 @@ only through channels:
   written is safe to retry, one whose request may have been written has an unknown outcome.
 
 Optional abilities are typed :class:`~typing.Protocol` classes (:class:`VersionedTransport`,
-:class:`StatelessTransport`, :class:`HeaderTransport`, :class:`ResumableTransport`,
-:class:`ProcessTransport`) that mypy checks, each implemented by the transports that have it;
-their methods also go through the outbox, in order with the frames.
+:class:`StatelessTransport`, :class:`HeaderTransport`, :class:`CredentialTransport`,
+:class:`ResumableTransport`, :class:`ProcessTransport`) that mypy checks, each implemented by
+the transports that have it; their methods also go through the outbox, in order with the
+frames.
 
 Without a sink (a transport used on its own, as in the tests), the transport makes its own and
 :meth:`Transport.receive` reads frames from it.
@@ -39,6 +40,7 @@ from contextlib import contextmanager
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import attrs
+import httpx
 import trio
 
 from ..protocol._errors import ConnectError, McpError, TransportClosed
@@ -47,11 +49,13 @@ from ._channel import DEFAULT_MAILBOX_BYTES, ITEM_OVERHEAD, ByteChannel
 
 __all__ = [
     "ConnectionEnded",
+    "CredentialTransport",
     "FrameSink",
     "HeaderTransport",
     "Inbound",
     "InboxReader",
     "ProcessTransport",
+    "RequestCredentials",
     "RequestFailed",
     "ResumableTransport",
     "SessionExpiredNotice",
@@ -299,6 +303,60 @@ class HeaderTransport(Transport, Protocol):
         self, frame: bytes, request_id: RequestId | None, headers: Mapping[str, str]
     ) -> None:
         """:meth:`send_with_headers_nowait`, waiting for room in the outbox."""
+        ...
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class RequestCredentials:
+    """Who one request is sent as, on a connection shared by many users (a tenant of a
+    multi-tenant host): ``headers`` go on that request's HTTP request alone (after the
+    configured ones, replacing any of the same name), and ``auth`` replaces the transport's own
+    ``httpx.Auth`` for it (the tenant's OAuth sign-in; None: none at all, the headers alone).
+    ``label`` names it in messages (the tenant's id, never a secret). Its ``repr`` shows the
+    label and the header names, never a value."""
+
+    label: str
+    headers: tuple[tuple[str, str], ...] = ()
+    auth: httpx.Auth | None = None
+
+    def __repr__(self) -> str:
+        names = [name for name, _ in self.headers]
+        auth = "" if self.auth is None else ", auth"
+        return f"RequestCredentials({self.label!r}, headers={names}{auth})"
+
+
+@runtime_checkable
+class CredentialTransport(Transport, Protocol):
+    """A transport that can send one request as another user (Streamable HTTP, not once it
+    fell back to HTTP+SSE): with :class:`RequestCredentials` of its own, on that request's HTTP
+    request alone (and on the requests that re-send it or resume its answer). An
+    authorization failure of those credentials (the ``auth`` raised
+    :class:`~trio_mcp.protocol.AuthorizationError`) fails that request alone, as never sent;
+    the connection goes on."""
+
+    def send_as_nowait(
+        self,
+        frame: bytes,
+        request_id: RequestId | None,
+        credentials: RequestCredentials,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """:meth:`~Transport.send_nowait` as ``credentials``, with ``headers`` (the 2026-07-28
+        request headers, see :class:`HeaderTransport`) too. Raises
+        :class:`LocalProtocolError`, before anything is put into the outbox, for a header that
+        cannot be sent (see :meth:`HeaderTransport.send_with_headers_nowait`; a name given by
+        both counts as given twice) or when the transport cannot send credentials of a request
+        of its own any more (it fell back to HTTP+SSE)."""
+        ...
+
+    async def send_as(
+        self,
+        frame: bytes,
+        request_id: RequestId | None,
+        credentials: RequestCredentials,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """:meth:`send_as_nowait`, waiting for room in the outbox."""
         ...
 
 

@@ -74,6 +74,7 @@ from ..runtime._events import ServerState
 from ..runtime._registry import RegisteredTool
 from ..runtime._resources import PROMPTS, RESOURCES, TEMPLATES, Capability, Listing, Page
 from ..runtime._runtime import Runtime
+from ..runtime._tenants import Tenant
 from ..runtime._toolcheck import scan_text
 from ._render import (
     ECHO_RESOURCES_TOOL,
@@ -473,6 +474,8 @@ class Catalog:
     #: Where the check that no directory down to ``output_dir`` is a link starts (the working
     #: directory; None: ``output_dir`` itself is checked). See ``render_result``.
     output_base: Path | None = None
+    #: Who the tools read for (the surface's tenant; None: the operator).
+    tenant: Tenant | None = None
 
     @property
     def config(self) -> RuntimeConfig:
@@ -484,7 +487,7 @@ class Catalog:
     async def _page(self, listing: _Listing, server: str | None, cursor: str | None) -> Page:
         """One page of ``listing`` from the runtime, without ``ui://`` resources and templates
         unless ``catalog_ui_resources`` offers them. Raises :class:`McpCatalogError`."""
-        page = await self.runtime.list_page(listing.listing, server, cursor)
+        page = await self.runtime.list_page(listing.listing, server, cursor, tenant=self.tenant)
         if listing.capability != "resources" or self.config.catalog_ui_resources:
             return page
         return attrs.evolve(
@@ -785,7 +788,7 @@ class Catalog:
         return None
 
     async def _model_read(self, name: str, server: str | None, uri: str) -> ModelToolResult:
-        read = await self.runtime.read_resource(server, uri, limit_blobs=False)
+        read = await self.runtime.read_resource(server, uri, limit_blobs=False, tenant=self.tenant)
         served = read.server
         content: tuple[ContentBlock, ...] = tuple(
             EmbeddedResource(resource=part) for part in read.contents
@@ -806,7 +809,7 @@ class Catalog:
     async def _model_prompt(
         self, name: str, server: str | None, prompt: str, arguments: Mapping[str, str]
     ) -> ModelToolResult:
-        result = await self.runtime.get_prompt(server, prompt, arguments)
+        result = await self.runtime.get_prompt(server, prompt, arguments, tenant=self.tenant)
         served = result.server
         header = f"[prompt {prompt!r} of the MCP server {served!r}"
         if result.description:

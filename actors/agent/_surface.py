@@ -40,6 +40,7 @@ from ..runtime._hooks import CallHook, ToolCallRequest, as_hooks, run_hooks
 from ..runtime._registry import RegisteredTool
 from ..runtime._runtime import USE_DEFAULT, Runtime, RuntimeState, _UseDefault
 from ..runtime._session import ProgressCallback
+from ..runtime._tenants import Tenant, as_tenant
 from ._catalog import CATALOG_TOOL_NAMES, Catalog, ModelTool, ModelToolResult, ModelToolStatus
 from ._export import ExportResult, to_anthropic_tools, to_openai_tools
 from ._instructions import (
@@ -94,6 +95,10 @@ class AgentSurface:
     #: Call hooks around this surface's calls of MCP tools (after the permission decision,
     #: outside the runtime's own hooks), the first outermost: see :class:`CallHook`.
     hooks: tuple[CallHook, ...] = attrs.field(default=(), kw_only=True, converter=as_hooks)
+    #: Who this surface's calls are for (a :class:`Tenant` or a tenant id; None: the
+    #: operator): every MCP tool call (``rt.call(..., tenant=...)``, its hooks seeing it) and
+    #: every resource and prompt read goes as that tenant. One surface per user.
+    tenant: Tenant | None = attrs.field(default=None, kw_only=True, converter=as_tenant)
     _approvals: ApprovalStore = attrs.field(factory=ApprovalStore, init=False)
     _catalog: Catalog = attrs.field(init=False)
     _skills: SkillShelf = attrs.field(init=False)
@@ -111,6 +116,7 @@ class AgentSurface:
             runtime=self.runtime,
             output_dir=self.output_dir,
             output_base=output_base_for(self.output_dir, self._working_dir()),
+            tenant=self.tenant,
         )
         self._skills = SkillShelf(
             runtime=self.runtime,
@@ -301,6 +307,7 @@ class AgentSurface:
                 progress=progress,
                 wait_ready=wait_ready,
                 meta=call.meta or None,
+                tenant=call.tenant,
             )
 
         request = ToolCallRequest(
@@ -309,6 +316,7 @@ class AgentSurface:
             tool=registered.wire_name,
             arguments=arguments,
             via="agent",
+            tenant=self.tenant,
         )
         try:
             result = await run_hooks(self.hooks, request, send)

@@ -90,6 +90,9 @@ from ._tasks import (
 from ._taskstore import (
     TaskRecord,
 )
+from ._tenants import (
+    Tenant,
+)
 
 __all__ = [
     "DEFAULT_OAUTH",
@@ -136,6 +139,7 @@ __all__ = [
     "TaskInfo",
     "TaskRecord",
     "TaskStatusChanged",
+    "Tenant",
     "ToolCallRequest",
     "ToolRefusal",
     "ToolsChanged",

@@ -23,9 +23,10 @@ A 2026-07-28 server may say how long a result stays valid (``server/utilities/ca
   ``public`` entry is shared by every context of the same server. The context of a configured
   server is a hash of the credentials in its configuration (:func:`authorization_context`:
   ``Authorization`` and every header whose name looks secret to the redaction rules).
-  Per-tenant credentials (issue 17: one runtime serving many users, each call with its own
-  token) extend the key: a lease takes the context of each operation as an argument, and the
-  configured one is only its default.
+  A request made for a tenant (one runtime serving many users, each call with its own
+  token: :mod:`._tenants`) is kept under the tenant's context
+  (:func:`~trio_mcp.actors.runtime._tenants.tenant_context`): a lease takes the context of each
+  operation as an argument, and the configured one is only its default.
 - **Invalidation**: ``notifications/tools/list_changed`` drops every ``tools/list`` page,
   ``prompts/list_changed`` every ``prompts/list`` page, ``resources/list_changed`` every
   ``resources/list`` and ``resources/templates/list`` page, ``resources/updated`` the reads of

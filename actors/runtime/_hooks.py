@@ -21,19 +21,28 @@ hook, its exception as the ``__cause__``. The runtime and the other calls go on.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from enum import Enum
 from types import MappingProxyType
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import attrs
 
 from ...protocol._errors import CallHookFailed, McpError
 from ...protocol._types import CallToolResult
+from ._tenants import Tenant, as_tenant
 
 __all__ = ["CallHook", "CallNext", "ToolCallRequest", "as_hooks", "hook_name", "run_hooks"]
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(value or {}))
+
+
+class _Keep(Enum):
+    KEEP = "KEEP"
+
+
+_KEEP: Final = _Keep.KEEP
 
 
 @attrs.frozen(kw_only=True)
@@ -45,7 +54,10 @@ class ToolCallRequest:
     ``meta`` (the request's ``_meta``) are read-only mappings: a hook changes them with
     :meth:`replace`. ``attempt`` counts the attempts of this call (2 and up when a call that was
     not sent is tried again under the error policy); ``via`` says which chain runs:
-    ``"runtime"`` (``rt.call``) or ``"agent"`` (``AgentSurface.call_for_model``)."""
+    ``"runtime"`` (``rt.call``) or ``"agent"`` (``AgentSurface.call_for_model``). ``tenant``:
+    who the call is for (:class:`Tenant`, whose headers go on its HTTP request; None: the
+    operator), which a hook may set or change with :meth:`replace` (a host's function that
+    gives each call its user's token)."""
 
     name: str
     server: str
@@ -54,18 +66,22 @@ class ToolCallRequest:
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
     attempt: int = 1
     via: str = "runtime"
+    tenant: Tenant | None = attrs.field(default=None, converter=as_tenant)
 
     def replace(
         self,
         *,
         arguments: Mapping[str, Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        tenant: Tenant | str | _Keep | None = _KEEP,
     ) -> ToolCallRequest:
-        """This call with other ``arguments`` and/or ``_meta`` (the ones not given are kept)."""
+        """This call with other ``arguments``, ``_meta`` and/or ``tenant`` (a :class:`Tenant`,
+        a tenant id, or None for the operator); the ones not given are kept."""
         return attrs.evolve(
             self,
             arguments=self.arguments if arguments is None else arguments,
             meta=self.meta if meta is None else meta,
+            tenant=self.tenant if isinstance(tenant, _Keep) else tenant,
         )
 
 

@@ -25,7 +25,9 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 import attrs
 
 from ...protocol._errors import (
+    AuthorizationError,
     CallTimeout,
+    CredentialsNotCarried,
     InputRequestFailed,
     InputRoundsExceeded,
     InvalidParams,
@@ -52,9 +54,12 @@ from ...protocol._types import (
     ResourceTemplate,
     TextResourceContents,
 )
+from ...transports._base import RequestCredentials
 from ..config._config import RuntimeConfig
+from ._cache import authorization_context
 from ._session import MAX_CURSOR_BYTES, Session, cursor_too_long
 from ._supervisor import ServerSupervisor
+from ._tenants import Tenant, TenantSignIns, credentials_for, tenant_context
 
 __all__ = [
     "PROMPTS",
@@ -174,6 +179,12 @@ PROMPTS: Final = Listing(
 #: message (``{server}``, ``{method}``, ``{error}``; ``{detail}`` is the error's first argument).
 _FAILURES: Final[tuple[tuple[type[McpError], str, str], ...]] = (
     (ResourceNotFound, "not_found", "the MCP server {server!r} has no such resource: {detail}"),
+    (CredentialsNotCarried, "invalid", "{error}"),
+    (
+        AuthorizationError,
+        "unavailable",
+        "the MCP server {server!r} needs a sign-in for this request: {error}",
+    ),
     (InputRequestFailed, "invalid", "{error}"),
     (InputRoundsExceeded, "server_error", "{error}"),
     (InvalidParams, "invalid", "the MCP server {server!r} refused the request: {error}"),
@@ -213,6 +224,8 @@ class Resources:
 
     config: RuntimeConfig
     supervisors: Mapping[str, ServerSupervisor]
+    #: The tenants' sign-ins, for a request made for a tenant (``tenant=``; None: none).
+    tenant_sign_ins: TenantSignIns | None = None
 
     # ------------------------------------------------------------------ servers
 
@@ -300,13 +313,24 @@ class Resources:
         method: str,
         params: Mapping[str, Any] | None,
         result_type: type[_R],
+        tenant: Tenant | None = None,
     ) -> tuple[str, _R]:
         """Send ``method`` to the server that answers it (see :meth:`_resolve`) and decode its
         answer, a ``result_type``; returns the server's name with it. A result the server's
         cache holds fresh answers without a request (2026-07-28). Raises
-        :class:`McpCatalogError` for every failure."""
+        :class:`McpCatalogError` for every failure. ``tenant``: made for that tenant (its
+        credentials, and its private results cached apart: :mod:`._tenants`)."""
         supervisor, session = self._resolve(server, capability, method)
         name = supervisor.name
+        credentials: RequestCredentials | None = None
+        context: str | None = None
+        if tenant is not None:
+            assert self.tenant_sign_ins is not None
+            context = tenant_context(authorization_context(supervisor.config), tenant)
+            try:
+                credentials = await credentials_for(self.tenant_sign_ins, supervisor.config, tenant)
+            except AuthorizationError as exc:
+                raise _failure(name, method, exc) from exc
 
         def check(raw: Mapping[str, Any]) -> _R:
             result = decode_result(method, raw)
@@ -322,7 +346,12 @@ class Resources:
 
         try:
             result, _ = await session.through_cache(
-                method, params, timeout=supervisor.config.timeout, check=check
+                method,
+                params,
+                timeout=supervisor.config.timeout,
+                check=check,
+                credentials=credentials,
+                context=context,
             )
         except _FAILING as exc:
             if isinstance(exc, InvalidParams) and params is not None and "cursor" in params:
@@ -348,39 +377,58 @@ class Resources:
             )
 
     async def list_resources(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | None = None,
     ) -> ResourcePage:
         """One page of ``server``'s resources (``cursor``: the ``next_cursor`` of the page
         before). ``server`` may be None when exactly one connected server offers resources.
         Raises :class:`McpCatalogError`."""
-        page = await self.list_page(RESOURCES, server, cursor)
+        page = await self.list_page(RESOURCES, server, cursor, tenant=tenant)
         return ResourcePage(
             server=page.server, resources=page.entries, next_cursor=page.next_cursor
         )
 
     async def list_resource_templates(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | None = None,
     ) -> ResourceTemplatePage:
         """One page of ``server``'s resource templates; like :meth:`list_resources`."""
-        page = await self.list_page(TEMPLATES, server, cursor)
+        page = await self.list_page(TEMPLATES, server, cursor, tenant=tenant)
         return ResourceTemplatePage(
             server=page.server, resource_templates=page.entries, next_cursor=page.next_cursor
         )
 
     async def list_prompts(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | None = None,
     ) -> PromptPage:
         """One page of ``server``'s prompts; like :meth:`list_resources` (``resources: false``
         does not hide prompts)."""
-        page = await self.list_page(PROMPTS, server, cursor)
+        page = await self.list_page(PROMPTS, server, cursor, tenant=tenant)
         return PromptPage(server=page.server, prompts=page.entries, next_cursor=page.next_cursor)
 
-    async def list_page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
+    async def list_page(
+        self,
+        listing: Listing,
+        server: str | None,
+        cursor: str | None,
+        *,
+        tenant: Tenant | None = None,
+    ) -> Page:
         """One page of ``listing`` (resources, templates or prompts) of ``server``."""
         self._cursor_needs_server(server, cursor)
         params = None if cursor is None else {"cursor": cursor}
         name, result = await self._ask(
-            server, listing.capability, listing.method, params, listing.result_type
+            server, listing.capability, listing.method, params, listing.result_type, tenant
         )
         if result.next_cursor is not None and cursor_too_long(result.next_cursor):
             raise McpCatalogError(
@@ -393,14 +441,19 @@ class Resources:
         return Page(server=name, entries=listing.entries(result), next_cursor=result.next_cursor)
 
     async def read_resource(
-        self, server: str | None, uri: str, *, limit_blobs: bool = True
+        self,
+        server: str | None,
+        uri: str,
+        *,
+        limit_blobs: bool = True,
+        tenant: Tenant | None = None,
     ) -> ResourceRead:
         """The contents of the resource ``uri`` of ``server``. Raises :class:`McpCatalogError`:
         ``too_large`` when a blob is bigger than ``max_blob_bytes`` (judged from its base64
         length; it is never decoded) unless ``limit_blobs`` is False, and the kinds of the other
         operations."""
         name, result = await self._ask(
-            server, "resources", "resources/read", {"uri": uri}, ReadResourceResult
+            server, "resources", "resources/read", {"uri": uri}, ReadResourceResult, tenant
         )
         limit = self.config.max_blob_bytes
         for part in result.contents if limit_blobs else ():
@@ -418,7 +471,12 @@ class Resources:
         return ResourceRead(server=name, uri=uri, contents=result.contents)
 
     async def get_prompt(
-        self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
+        self,
+        server: str | None,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        tenant: Tenant | None = None,
     ) -> PromptRead:
         """The prompt ``name`` of ``server`` filled in with ``arguments`` (strings). Raises
         :class:`McpCatalogError` (``invalid`` when the server refused the name or the
@@ -434,7 +492,9 @@ class Resources:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        served, result = await self._ask(server, "prompts", "prompts/get", params, GetPromptResult)
+        served, result = await self._ask(
+            server, "prompts", "prompts/get", params, GetPromptResult, tenant
+        )
         return PromptRead(
             server=served, name=name, messages=result.messages, description=result.description
         )

@@ -51,6 +51,7 @@ import trio
 from ...protocol._errors import (
     AuthorizationRequired,
     ConfigError,
+    CredentialsNotCarried,
     InvalidToolOutput,
     LocalProtocolError,
     McpError,
@@ -61,7 +62,7 @@ from ...protocol._errors import (
     ToolNotFound,
 )
 from ...protocol._types import CallToolResult, SkillResourceRef
-from ...transports._base import FrameSink, Transport
+from ...transports._base import FrameSink, RequestCredentials, Transport
 from ...transports._websocket import WebSocketParameters, open_websocket_transport
 from ...transports.http._http import open_http_transport
 from ...transports.http._http_base import HttpParameters
@@ -119,6 +120,7 @@ from ._supervisor import (
 )
 from ._tasks import TaskHandle, TaskRunner, task_mode
 from ._taskstore import TaskRecord, TaskStore
+from ._tenants import Tenant, TenantSignIns, as_tenant, credentials_for
 from ._tracing import TRACING, CallSpan, start_call
 
 __all__ = [
@@ -382,6 +384,8 @@ class Runtime:
     _resources: Resources
     #: The call hooks around every :meth:`call`, the first outermost (``open_runtime(hooks=)``).
     hooks: tuple[CallHook, ...] = attrs.field(default=(), kw_only=True, converter=as_hooks)
+    #: The tenants' sign-ins (``rt.call(..., tenant=...)`` at an OAuth server; ``._tenants``).
+    _tenant_sign_ins: TenantSignIns = attrs.field(kw_only=True, repr=False)
     _state: RuntimeState = attrs.field(default=RuntimeState.OPEN, init=False)
     _stop_requested: trio.Event = attrs.field(factory=trio.Event, init=False)
     _closed: trio.Event = attrs.field(factory=trio.Event, init=False)
@@ -455,6 +459,7 @@ class Runtime:
         progress: ProgressCallback | None = None,
         wait_ready: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        tenant: Tenant | str | None = None,
     ) -> CallToolResult:
         """Call a registered tool by its registered name (``mcp_github_create_issue``), in the
         caller's task.
@@ -476,6 +481,14 @@ class Runtime:
         request, in this task. A call that was not sent is made again as the error policy's
         ``retries`` say (``RuntimeConfig.error_policy_for``); a call that was sent never is.
 
+        ``tenant``: who the call is for, on a runtime serving many users (a :class:`Tenant`
+        with its own headers, or a tenant id): its headers go on this call's HTTP request alone,
+        and at a server with OAuth the tenant's own sign-in is used (``rt.login(server,
+        tenant=...)``); a tenant that is not signed in gets :class:`AuthorizationRequired` for
+        this call alone. A server whose transport has no headers per request (stdio,
+        WebSocket) refuses a tenant's headers with :class:`CredentialsNotCarried`
+        (docs/embedding.md "Many users: per-call credentials"; :mod:`._tenants`).
+
         With OpenTelemetry installed, the call is a span, current in this task while it runs
         (docs/embedding.md "Tracing").
         """
@@ -489,6 +502,7 @@ class Runtime:
                 progress=progress,
                 wait_ready=wait_ready,
                 span=span,
+                tenant=as_tenant(tenant),
             )
         except BaseException as exc:  # recorded on the span, raised as it is
             if span is not None:
@@ -510,6 +524,7 @@ class Runtime:
         progress: ProgressCallback | None,
         wait_ready: float | None,
         span: CallSpan | None,
+        tenant: Tenant | None = None,
     ) -> CallToolResult:
         """One attempt after another while the error policy retries a call that was not sent
         (each with its own lookup, hooks and ``timeout``)."""
@@ -525,6 +540,7 @@ class Runtime:
                     wait_ready=wait_ready,
                     span=span,
                     attempt=attempt,
+                    tenant=tenant,
                 )
             except (ServerDisconnected, ServerUnavailable) as exc:
                 policy = self.config.error_policy_for(name, exc.server)
@@ -554,6 +570,7 @@ class Runtime:
         wait_ready: float | None,
         span: CallSpan | None,
         attempt: int,
+        tenant: Tenant | None = None,
     ) -> CallToolResult:
         try:
             self._check_open()
@@ -578,6 +595,7 @@ class Runtime:
             arguments=arguments or {},
             meta=meta or {},
             attempt=attempt,
+            tenant=tenant,
         )
         return await run_hooks(self.hooks, request, send)
 
@@ -591,13 +609,16 @@ class Runtime:
         progress: ProgressCallback | None,
         wait_ready: float | None,
     ) -> CallToolResult:
-        """The request itself, after the hooks: the arguments and ``_meta`` they passed on."""
+        """The request itself, after the hooks: the arguments, ``_meta`` and tenant they passed
+        on."""
         try:
             self._check_open()
             session = await self._session_for(tool.server, wait_ready)
         except McpError:
             await trio.lowlevel.checkpoint()
             raise
+        tenant = request.tenant
+        credentials = None if tenant is None else await self._credentials(tool.server, tenant)
         arguments = None if omit_arguments and not request.arguments else request.arguments
         meta = request.meta or None
         server = self._supervisors[tool.server].config
@@ -612,6 +633,16 @@ class Runtime:
             )
         mode = task_mode(self.config, session, tool.tool, wanted=False)
         wire_arguments = tool.wire_arguments(arguments)  # a shaped tool: the server's names
+        if mode is not None and credentials is not None:
+            await trio.lowlevel.checkpoint()
+            raise CredentialsNotCarried(
+                f"{tool.name} ({tool.server}/{tool.wire_name}) runs as a task, whose later "
+                f"requests do not carry a tenant's credentials: it was not called for the "
+                f"tenant {credentials.label!r}",
+                tenant=credentials.label,
+                server=tool.server,
+                method="tools/call",
+            )
         if mode is not None:  # the server runs it as a task: followed to its end here
             result = await self._tasks.call(
                 session,
@@ -622,10 +653,20 @@ class Runtime:
                 progress=progress,
                 meta=meta,
             )
-        else:
+        elif credentials is None:
             result = await session.call_tool(
                 tool.wire_name, wire_arguments, timeout=limit, progress=progress, meta=meta
             )
+        else:
+            with _tenant_sign_in_hint(tool.server, credentials.label):
+                result = await session.call_tool(
+                    tool.wire_name,
+                    wire_arguments,
+                    timeout=limit,
+                    progress=progress,
+                    meta=meta,
+                    credentials=credentials,
+                )
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "call %s done: isError=%s %s",
@@ -635,6 +676,11 @@ class Runtime:
             )
         await self._check_output(tool, result)
         return result
+
+    async def _credentials(self, server: str, tenant: Tenant) -> RequestCredentials | None:
+        """What a request of ``tenant`` to ``server`` carries (``._tenants.credentials_for``)."""
+        config = self._supervisor(server).config
+        return await credentials_for(self._tenant_sign_ins, config, tenant)
 
     async def _check_output(self, tool: RegisteredTool, result: CallToolResult) -> None:
         problems = await self._outputs.check(tool.server, tool.tool, result)
@@ -828,54 +874,90 @@ class Runtime:
     # ------------------------------------------------------------------ resources and prompts
 
     async def list_resources(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | str | None = None,
     ) -> ResourcePage:
         """One page of ``server``'s resources (``cursor``: the ``next_cursor`` of the page
         before; it needs ``server``). ``server`` may be None when exactly one connected server
         offers resources. Raises :class:`McpCatalogError` with its ``kind``
         (``unknown_server``, ``hidden``, ``unavailable``, ``invalid``, ``server_error``...) or
-        :class:`RuntimeClosed`; never returns partial data."""
+        :class:`RuntimeClosed`; never returns partial data. ``tenant``: made for that tenant,
+        as :meth:`call` makes a call (its results cached apart)."""
         self._check_open()
-        return await self._resources.list_resources(server, cursor)
+        return await self._resources.list_resources(server, cursor, tenant=as_tenant(tenant))
 
     async def list_resource_templates(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | str | None = None,
     ) -> ResourceTemplatePage:
         """One page of ``server``'s resource templates; like :meth:`list_resources`."""
         self._check_open()
-        return await self._resources.list_resource_templates(server, cursor)
+        return await self._resources.list_resource_templates(
+            server, cursor, tenant=as_tenant(tenant)
+        )
 
     async def read_resource(
-        self, server: str | None, uri: str, *, limit_blobs: bool = True
+        self,
+        server: str | None,
+        uri: str,
+        *,
+        limit_blobs: bool = True,
+        tenant: Tenant | str | None = None,
     ) -> ResourceRead:
         """The contents of the resource ``uri`` of ``server`` (text parts and base64 blob
         parts). Raises :class:`McpCatalogError` (``not_found``; ``too_large`` for a blob over
-        ``max_blob_bytes``; the kinds of :meth:`list_resources`) or :class:`RuntimeClosed`."""
+        ``max_blob_bytes``; the kinds of :meth:`list_resources`) or :class:`RuntimeClosed`.
+        ``tenant``: read for that tenant, as :meth:`list_resources`."""
         self._check_open()
-        return await self._resources.read_resource(server, uri, limit_blobs=limit_blobs)
+        return await self._resources.read_resource(
+            server, uri, limit_blobs=limit_blobs, tenant=as_tenant(tenant)
+        )
 
     async def list_prompts(
-        self, server: str | None = None, cursor: str | None = None
+        self,
+        server: str | None = None,
+        cursor: str | None = None,
+        *,
+        tenant: Tenant | str | None = None,
     ) -> PromptPage:
         """One page of ``server``'s prompts; like :meth:`list_resources`."""
         self._check_open()
-        return await self._resources.list_prompts(server, cursor)
+        return await self._resources.list_prompts(server, cursor, tenant=as_tenant(tenant))
 
     async def get_prompt(
-        self, server: str | None, name: str, arguments: Mapping[str, str] | None = None
+        self,
+        server: str | None,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        tenant: Tenant | str | None = None,
     ) -> PromptRead:
         """The prompt ``name`` of ``server`` filled in with ``arguments`` (strings): its
         messages with their roles. Raises :class:`McpCatalogError` (``invalid`` when the server
-        refused the name or the arguments) or :class:`RuntimeClosed`."""
+        refused the name or the arguments) or :class:`RuntimeClosed`. ``tenant``: as
+        :meth:`list_resources`."""
         self._check_open()
-        return await self._resources.get_prompt(server, name, arguments)
+        return await self._resources.get_prompt(server, name, arguments, tenant=as_tenant(tenant))
 
-    async def list_page(self, listing: Listing, server: str | None, cursor: str | None) -> Page:
+    async def list_page(
+        self,
+        listing: Listing,
+        server: str | None,
+        cursor: str | None,
+        *,
+        tenant: Tenant | str | None = None,
+    ) -> Page:
         """One page of ``listing`` (:data:`RESOURCES`, :data:`TEMPLATES` or :data:`PROMPTS` of
         :mod:`._resources`) of ``server``, as the typed ``list_*`` methods fetch it: the
         building block of the model's resource and prompt tools."""
         self._check_open()
-        return await self._resources.list_page(listing, server, cursor)
+        return await self._resources.list_page(listing, server, cursor, tenant=as_tenant(tenant))
 
     def subscribe_resource(self, server: str, uri: str) -> None:
         """Want ``notifications/resources/updated`` for the resource ``uri`` of ``server``:
@@ -1102,6 +1184,7 @@ class Runtime:
         prompt: AuthorizationPrompt | None = None,
         device: DevicePrompt | None = None,
         scopes: Sequence[str] | None = None,
+        tenant: Tenant | str | None = None,
     ) -> AuthStatus:
         """Sign in to ``server`` (one with ``auth="oauth"``), then have it connect at once
         (``NEEDS_AUTH -> CONNECTING -> READY``): it returns once the server has left
@@ -1114,12 +1197,21 @@ class Runtime:
         what to ask for (default: the configured ones, else what the server names). A server
         whose grant is ``client_credentials`` needs neither.
 
+        ``tenant``: sign in that tenant instead (a runtime serving many users), with its own
+        sign-in and stored credential (``CredentialKey.tenant``), which its calls
+        (``rt.call(..., tenant=...)``) then use; the server's connection is not touched.
+        ``prompt`` (or ``device``) is required: ``HostCallbacks.authorize`` is the operator's.
+
         Raises :class:`ConfigError` for a server without OAuth, :class:`AuthorizationRequired`
         when a browser sign-in has no prompt to go through (its hint is the command line's
         ``trio-mcp login NAME``), the other :class:`AuthorizationError` subclasses when the
         sign-in fails, :class:`ServerUnavailable` for a name that is not configured, or
         :class:`RuntimeClosed`."""
         self._check_open()
+        if tenant is not None:
+            return await self._login_tenant(
+                server, as_tenant(tenant), prompt=prompt, device=device, scopes=scopes
+            )
         supervisor, sign_in = self._sign_in_of(server)
         if device is not None:
             status = await sign_in.login_device(device, scopes=scopes)
@@ -1144,15 +1236,46 @@ class Runtime:
         await supervisor.wait_state(lambda state: state is not ServerState.NEEDS_AUTH)
         return status
 
-    async def logout(self, server: str) -> bool:
+    async def logout(self, server: str, *, tenant: Tenant | str | None = None) -> bool:
         """Forget ``server``'s stored credentials (and the ones in memory); its connection ends
-        and it waits in ``NEEDS_AUTH``. False when there were none. Raises like
-        :meth:`login`."""
+        and it waits in ``NEEDS_AUTH``. False when there were none. ``tenant``: forget that
+        tenant's instead (its later calls need a new sign-in; the server is not touched).
+        Raises like :meth:`login`."""
         self._check_open()
+        chosen = as_tenant(tenant)
+        if chosen is not None:
+            supervisor, _ = self._sign_in_of(server)
+            tenant_sign_in = await self._tenant_sign_ins.sign_in(supervisor.config, chosen.id)
+            return await tenant_sign_in.logout()
         supervisor, sign_in = self._sign_in_of(server)
         forgot = await sign_in.logout()
         await supervisor.signed_out()
         return forgot
+
+    async def _login_tenant(
+        self,
+        server: str,
+        tenant: Tenant | None,
+        *,
+        prompt: AuthorizationPrompt | None,
+        device: DevicePrompt | None,
+        scopes: Sequence[str] | None,
+    ) -> AuthStatus:
+        """:meth:`login` of a tenant: its own sign-in, the server left as it is."""
+        assert tenant is not None
+        supervisor, _ = self._sign_in_of(server)
+        sign_in = await self._tenant_sign_ins.sign_in(supervisor.config, tenant.id)
+        if device is not None:
+            return await sign_in.login_device(device, scopes=scopes)
+        if prompt is None:
+            hint = f"rt.login({server!r}, tenant={tenant.id!r}, prompt=...)"
+            raise AuthorizationRequired(
+                f"server {server!r}: signing the tenant {tenant.id!r} in needs that user: give "
+                f"{hint} a prompt (or device=...) that shows the sign-in to them",
+                server=server,
+                hint=hint,
+            )
+        return await sign_in.login(prompt, scopes=scopes)
 
     def _sign_in_of(self, server: str) -> tuple[ServerSupervisor, SignIn]:
         supervisor = self._supervisor(server)
@@ -1190,6 +1313,7 @@ class Runtime:
                 self._outputs.serve_in(nursery)
                 await nursery.start(self._registry.run)
                 await nursery.start(self._skills.watcher.run)
+                await nursery.start(self._tenant_sign_ins.run)
                 for supervisor in self._supervisors.values():
                     await nursery.start(supervisor.run)
                 task_status.started(self)
@@ -1368,8 +1492,42 @@ def _build(
         )
         for server in config.servers
     }
-    resources = Resources(config=config, supervisors=supervisors)
-    return Runtime(config, callbacks, registry, bus, supervisors, resources, hooks=hooks)
+    tenant_sign_ins = _tenant_sign_ins(config, oauth or DEFAULT_OAUTH)
+    resources = Resources(config=config, supervisors=supervisors, tenant_sign_ins=tenant_sign_ins)
+    return Runtime(
+        config,
+        callbacks,
+        registry,
+        bus,
+        supervisors,
+        resources,
+        hooks=hooks,
+        tenant_sign_ins=tenant_sign_ins,
+    )
+
+
+def _tenant_sign_ins(config: RuntimeConfig, oauth: OAuthFactories) -> TenantSignIns:
+    """The tenants' sign-ins: each made on first use, keeping its credential in the token
+    store (opened on the first, like the operator's sign-ins' store) under its tenant; a
+    tenant's sign-in never asks anyone by itself (``rt.login(server, tenant=..., prompt=...)``
+    does)."""
+    stores: list[TokenStore] = []
+
+    def make(server: ServerConfig, tenant: str) -> SignIn:
+        settings = server.oauth_settings
+        assert settings is not None
+        if not stores:
+            stores.append(oauth.store(config.credentials_dir or credentials_path()))
+        return oauth.sign_in(
+            server=server.name,
+            settings=settings,
+            store=stores[0],
+            http=http_parameters(server),
+            prompt=None,
+            tenant=tenant,
+        )
+
+    return TenantSignIns(make=make)
 
 
 async def serve_runtime(
@@ -1448,6 +1606,25 @@ async def open_runtime(
 async def _shielded(runtime: Runtime, *, task_status: trio.TaskStatus[Runtime]) -> None:
     with trio.CancelScope(shield=True):
         await runtime._serve(task_status)
+
+
+@contextmanager
+def _tenant_sign_in_hint(server: str, tenant: str) -> Iterator[None]:
+    """A tenant's call that needs a sign-in says how to sign that tenant in (the command
+    line's ``trio-mcp login`` signs in the operator only)."""
+    try:
+        yield
+    except AuthorizationRequired as exc:
+        if type(exc) is not AuthorizationRequired:
+            raise
+        hint = f"rt.login({server!r}, tenant={tenant!r}, prompt=...)"
+        raise AuthorizationRequired(
+            f"server {server!r}: the tenant {tenant!r} is not signed in (or its sign-in ran "
+            f"out), so its call was not made; the server stays ready for the others. Sign the "
+            f"tenant in with {hint}",
+            server=server,
+            hint=hint,
+        ) from exc
 
 
 @contextmanager

@@ -75,6 +75,7 @@ import trio
 
 from ...protocol._errors import (
     CallTimeout,
+    CredentialsNotCarried,
     HeaderMismatch,
     HttpStatusError,
     InvalidMessage,
@@ -123,7 +124,9 @@ from ...protocol._versions import (
     is_modern_error,
 )
 from ...transports._base import (
+    CredentialTransport,
     HeaderTransport,
+    RequestCredentials,
     ResumableTransport,
     SessionExpiredNotice,
     StatelessTransport,
@@ -280,6 +283,8 @@ class Session:
     #: The transport's abilities used by a modern session (None: it has not got them).
     _stateless: StatelessTransport | None = attrs.field(default=None, init=False)
     _headed: HeaderTransport | None = attrs.field(default=None, init=False)
+    #: The transport, when it can send a request as a tenant (None: it cannot).
+    _carrier: CredentialTransport | None = attrs.field(default=None, init=False)
     #: The tools of the last listing whose arguments go into ``Mcp-Param-*`` headers (2026-07-28
     #: over HTTP), by the server's tool name.
     _param_headers: Mapping[str, ParamHeaders] = attrs.field(factory=dict, init=False)
@@ -352,6 +357,8 @@ class Session:
             self._stateless = transport
         if isinstance(transport, HeaderTransport):
             self._headed = transport
+        if isinstance(transport, CredentialTransport):
+            self._carrier = transport
         async with trio.open_nursery() as nursery:
             await nursery.start(table.run)
             await nursery.start(dispatcher.run)
@@ -721,6 +728,7 @@ class Session:
         progress_resets_timeout: bool = False,
         max_time: float | None = None,
         now: bool = False,
+        credentials: RequestCredentials | None = None,
     ) -> Coroutine[Any, Any, Mapping[str, Any]]:
         """Send a request and wait for its result (the raw ``result`` object), in the caller's
         task: ``await session.request(...)``.
@@ -739,7 +747,11 @@ class Session:
         :class:`UnsupportedProtocolVersion` naming both sides' versions), and a result that
         asks for input goes through the input rounds (:meth:`_modern_request`). A legacy
         request pays for none of it: the era is decided once per session, and this returns the
-        one coroutine that does the work."""
+        one coroutine that does the work.
+
+        ``credentials``: the request (and each of its rounds and re-sends) goes as a tenant
+        (:class:`~trio_mcp.transports.CredentialTransport`); raises
+        :class:`CredentialsNotCarried` (nothing sent) when the transport cannot."""
         if self._envelope is None:
             return self._send_request(
                 method,
@@ -749,6 +761,7 @@ class Session:
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=max_time,
                 now=now,
+                credentials=credentials,
             )
         return self._modern_request(
             method,
@@ -757,6 +770,7 @@ class Session:
             progress=progress,
             progress_resets_timeout=progress_resets_timeout,
             max_time=max_time,
+            credentials=credentials,
         )
 
     async def _modern_request(
@@ -768,6 +782,7 @@ class Session:
         progress: ProgressCallback | None,
         progress_resets_timeout: bool,
         max_time: float | None,
+        credentials: RequestCredentials | None = None,
     ) -> Mapping[str, Any]:
         """A request of a modern session (see :meth:`request`). ``tools/call``,
         ``resources/read`` and ``prompts/get`` go through the input rounds
@@ -780,6 +795,7 @@ class Session:
                 progress=progress,
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=max_time,
+                credentials=credentials,
             )
             assert not isinstance(raw, InputRequiredResult)  # only those methods may ask
             return raw
@@ -790,6 +806,7 @@ class Session:
             progress=progress,
             progress_resets_timeout=progress_resets_timeout,
             max_time=max_time,
+            credentials=credentials,
         )
         return final
 
@@ -802,6 +819,7 @@ class Session:
         progress: ProgressCallback | None,
         progress_resets_timeout: bool,
         max_time: float | None,
+        credentials: RequestCredentials | None = None,
     ) -> tuple[Mapping[str, Any], bool]:
         """A ``tools/call``, ``resources/read`` or ``prompts/get`` of a modern session through
         the input rounds (:func:`with_input_rounds`): its final result, and whether the server
@@ -826,6 +844,7 @@ class Session:
                 progress=progress,
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=left,
+                credentials=credentials,
             )
 
         # The first round goes straight out: a call answered at once (nearly every call) pays
@@ -855,6 +874,7 @@ class Session:
         progress: ProgressCallback | None,
         progress_resets_timeout: bool,
         max_time: float | None,
+        credentials: RequestCredentials | None = None,
     ) -> Mapping[str, Any] | InputRequiredResult:
         """One modern request: once more, under a new id, with a version both sides speak
         when the server refuses the version (-32022), and after a ``tools/call`` over HTTP gets
@@ -869,6 +889,7 @@ class Session:
                 progress=progress,
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=max_time,
+                credentials=credentials,
             )
         except UnsupportedProtocolVersion as exc:
             await self._renegotiate(exc)
@@ -880,6 +901,7 @@ class Session:
                     progress=progress,
                     progress_resets_timeout=progress_resets_timeout,
                     max_time=max_time,
+                    credentials=credentials,
                 )
             except UnsupportedProtocolVersion as again:
                 raise self._version_refused(again) from again
@@ -894,6 +916,7 @@ class Session:
                 progress=progress,
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=max_time,
+                credentials=credentials,
             )
         if raw.get("resultType") == "input_required" and method in INPUT_REQUIRED_METHODS:
             result = decode_result(method, raw)
@@ -912,10 +935,15 @@ class Session:
         max_time: float | None = None,
         now: bool = False,
         cancel: bool = True,
+        credentials: RequestCredentials | None = None,
     ) -> Mapping[str, Any]:
         """Send one request under a new id and wait for its answer (see :meth:`request`); in a
         modern session with the ``_meta`` envelope. ``cancel``: tell the server when nobody
-        waits for the answer any more (not for a probe on stdio)."""
+        waits for the answer any more (not for a probe on stdio). ``credentials``: sent as a
+        tenant (see :meth:`request`)."""
+        if credentials is not None and self._carrier is None:
+            await trio.lowlevel.checkpoint()
+            raise self._not_carried(method, credentials)
         request_id = next(self._ids)
         token: int | None = None
         if progress is not None or progress_resets_timeout:
@@ -962,7 +990,10 @@ class Session:
         sent = False
         try:
             try:
-                await self._send(frame, request_id, now=now, headers=headers)
+                if credentials is None:
+                    await self._send(frame, request_id, now=now, headers=headers)
+                else:
+                    await self._send_as(frame, request_id, method, credentials, headers)
             except TransportClosed as exc:
                 await trio.lowlevel.checkpoint()
                 raise self._not_sent(method, str(exc)) from exc
@@ -1009,6 +1040,40 @@ class Session:
             transport.send_nowait(frame, request_id)
         except trio.WouldBlock:
             await transport.send(frame, request_id)
+
+    async def _send_as(
+        self,
+        frame: bytes,
+        request_id: int,
+        method: str,
+        credentials: RequestCredentials,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        """Put a tenant's request into the transport's outbox. A header the transport cannot
+        send raises :class:`LocalProtocolError` (nothing sent), as does a transport that fell
+        back to HTTP+SSE meanwhile: then as :class:`CredentialsNotCarried`."""
+        carrier = self._carrier
+        assert carrier is not None
+        try:
+            try:
+                carrier.send_as_nowait(frame, request_id, credentials, headers)
+            except trio.WouldBlock:
+                await carrier.send_as(frame, request_id, credentials, headers)
+        except LocalProtocolError as exc:
+            raise self._not_carried(method, credentials, str(exc)) from exc
+
+    def _not_carried(
+        self, method: str, credentials: RequestCredentials, why: str | None = None
+    ) -> CredentialsNotCarried:
+        why = why or f"its transport ({self.transport.info.kind}) has no headers per request"
+        return CredentialsNotCarried(
+            f"server {self.server!r}: {method} for the tenant {credentials.label!r} was not "
+            f"sent: {why}; only a Streamable HTTP server takes a tenant's own credentials "
+            "(call it without a tenant, or configure the server over HTTP)",
+            tenant=credentials.label,
+            server=self.server,
+            method=method,
+        )
 
     def _not_sent(self, method: str, why: str) -> ServerDisconnected:
         return ServerDisconnected(
@@ -1084,9 +1149,10 @@ class Session:
         timeout: float | None,
         progress: ProgressCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        credentials: RequestCredentials | None = None,
     ) -> CallToolResult:
         """``tools/call`` with the server's own tool name (and ``meta`` as its ``_meta``, when
-        given); the decoded result."""
+        given); the decoded result. ``credentials``: made as a tenant (see :meth:`request`)."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -1099,6 +1165,7 @@ class Session:
             progress=progress,
             progress_resets_timeout=self.config.progress_resets_timeout,
             max_time=self.config.max_call_time,
+            credentials=credentials,
         )
         result = decode_result("tools/call", raw)
         if not isinstance(result, CallToolResult):
@@ -1299,6 +1366,8 @@ class Session:
         timeout: float | None,
         check: Callable[[Mapping[str, Any]], _T],
         use_cached: bool = True,
+        credentials: RequestCredentials | None = None,
+        context: str | None = None,
     ) -> tuple[_T, bool]:
         """A request through the server's result cache (2026-07-28; see
         :mod:`~trio_mcp.actors.runtime._cache`): ``check(raw)`` of the result kept for it
@@ -1309,21 +1378,28 @@ class Session:
 
         In a legacy session, without a cache, or for a request whose result is not cached (a
         method other than ``server/discover``, the listings and ``resources/read``), this is
-        the plain :meth:`request`."""
+        the plain :meth:`request`.
+
+        ``credentials``: the request goes as a tenant (see :meth:`request`); ``context``: the
+        authorization context its private results are kept under and read from (a tenant's:
+        :func:`~trio_mcp.actors.runtime._tenants.tenant_context`; None: the configured one)."""
         ticket = self._ticket(method, params)
         if ticket is None:
-            return check(await self.request(method, params, timeout=timeout)), False
+            raw = await self.request(method, params, timeout=timeout, credentials=credentials)
+            return check(raw), False
         lease = self.cache
         assert lease is not None
         if use_cached:
-            kept = lease.fresh(ticket[0])
+            kept = lease.fresh(ticket[0], context=context)
             if kept is not None:
                 await trio.lowlevel.checkpoint()
                 return check(kept), True
-        raw, first_round = await self._first_round(method, params, timeout=timeout)
+        raw, first_round = await self._first_round(
+            method, params, timeout=timeout, credentials=credentials
+        )
         value = check(raw)
         if first_round:
-            self._keep(ticket, raw)
+            self._keep(ticket, raw, context)
         return value, False
 
     def forget_listing(self, method: str) -> None:
@@ -1350,19 +1426,31 @@ class Session:
             return None
         return self.cache.fresh(ticket[0])
 
-    def _keep(self, ticket: tuple[CacheKey, int] | None, raw: Mapping[str, Any]) -> None:
-        """Keep the complete, checked result of a request made under ``ticket``."""
+    def _keep(
+        self,
+        ticket: tuple[CacheKey, int] | None,
+        raw: Mapping[str, Any],
+        context: str | None = None,
+    ) -> None:
+        """Keep the complete, checked result of a request made under ``ticket`` (private
+        results under ``context``; None: the configured one)."""
         if ticket is not None and self.cache is not None:
-            self.cache.store(ticket[0], raw, epoch=ticket[1])
+            self.cache.store(ticket[0], raw, epoch=ticket[1], context=context)
 
     async def _first_round(
-        self, method: str, params: Mapping[str, Any] | None, *, timeout: float | None
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+        credentials: RequestCredentials | None = None,
     ) -> tuple[Mapping[str, Any], bool]:
         """A modern request's final result, and whether the server gave it to the request
         as first sent (see :meth:`_with_rounds`). Like :meth:`request` otherwise, without
         progress."""
         if method not in INPUT_REQUIRED_METHODS:
-            return await self.request(method, params, timeout=timeout), True
+            raw = await self.request(method, params, timeout=timeout, credentials=credentials)
+            return raw, True
         return await self._with_rounds(
             method,
             params,
@@ -1370,6 +1458,7 @@ class Session:
             progress=None,
             progress_resets_timeout=False,
             max_time=None,
+            credentials=credentials,
         )
 
     # ------------------------------------------------------------------ -32020
@@ -1384,6 +1473,7 @@ class Session:
         progress: ProgressCallback | None,
         progress_resets_timeout: bool,
         max_time: float | None,
+        credentials: RequestCredentials | None = None,
     ) -> Mapping[str, Any]:
         """A ``tools/call`` sent with its HTTP headers got -32020 (``HeaderMismatch``): the
         tool's ``x-mcp-header`` annotations may have changed since the tools were listed (an
@@ -1421,6 +1511,7 @@ class Session:
                 progress=progress,
                 progress_resets_timeout=progress_resets_timeout,
                 max_time=left_max,
+                credentials=credentials,
             )
         except HeaderMismatch as again:
             detail = again.args[0] if again.args else ""

@@ -146,6 +146,7 @@ from ...protocol._errors import (
     ConnectError,
     FrameTooLarge,
     HttpStatusError,
+    LocalProtocolError,
     McpError,
     RemoteProtocolError,
     ServerDisconnected,
@@ -154,7 +155,7 @@ from ...protocol._errors import (
 )
 from ...protocol._jsonrpc import CANCELLED_NOTIFICATION, RequestId
 from ...protocol._sse import SseParser
-from .._base import FrameSink, SessionExpiredNotice, TransportInfo
+from .._base import FrameSink, RequestCredentials, SessionExpiredNotice, TransportInfo
 from .._retry import too_long_to_wait
 from ._http_base import (
     ACCEPT_POST,
@@ -423,6 +424,65 @@ class HttpTransport(HttpTransportBase):
         checked = checked_request_headers(headers)
         return attrs.evolve(describe_outgoing(frame), headers=checked)
 
+    def send_as_nowait(
+        self,
+        frame: bytes,
+        request_id: RequestId | None,
+        credentials: RequestCredentials,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """:meth:`send_nowait` as ``credentials``
+        (:class:`~trio_mcp.transports._base.CredentialTransport`): their headers, and
+        ``headers`` (the 2026-07-28 request headers), on this frame's POST alone and on the
+        POSTs that re-send it or the GETs that resume its answer; their ``auth`` instead of
+        the transport's for those. An :class:`AuthorizationError` of that ``auth`` fails this
+        request alone (``RequestFailed``, ``sent=False``); the connection goes on.
+
+        Raises :class:`LocalProtocolError` (nothing put into the outbox) for a header that
+        cannot be sent, a name in both, or once the transport fell back to HTTP+SSE (which has
+        no headers per request: the request is never sent as the transport's own user
+        instead). Otherwise raises like :meth:`send_nowait`."""
+        self._check_open()
+        item = SendFrame(frame, self._as(frame, credentials, headers))
+        try:
+            self._outbox.send_nowait(item, len(frame))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed(self._why_closed()) from None
+
+    async def send_as(
+        self,
+        frame: bytes,
+        request_id: RequestId | None,
+        credentials: RequestCredentials,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """:meth:`send_as_nowait`, waiting for room in the outbox."""
+        await self._put(lambda: SendFrame(frame, self._as(frame, credentials, headers)), len(frame))
+
+    def _as(
+        self, frame: bytes, credentials: RequestCredentials, headers: Mapping[str, str] | None
+    ) -> Outgoing:
+        if self._legacy is not None:
+            raise self._no_credentials()
+        protocol = checked_request_headers(headers or {})
+        own = checked_request_headers(dict(credentials.headers))
+        taken = {name.lower() for name, _ in protocol}
+        for name, _ in own:
+            if name.lower() in taken:
+                raise LocalProtocolError(
+                    f"cannot send the header {name!r} with the credentials of "
+                    f"{credentials.label!r}: the request sets it itself"
+                )
+        out = describe_outgoing(frame)
+        return attrs.evolve(out, headers=protocol + own, credentials=credentials)
+
+    def _no_credentials(self) -> LocalProtocolError:
+        return LocalProtocolError(
+            f"the server at {self._where} speaks the legacy HTTP+SSE transport, which has no "
+            "headers per request: a request with credentials of its own (a tenant's) cannot "
+            "be sent to it"
+        )
+
     async def resume(self) -> None:
         """The new session is initialized: send the frames held since the old one expired, in
         order (when the pump reaches this call in the outbox), and hold no more. Raises
@@ -465,6 +525,9 @@ class HttpTransport(HttpTransportBase):
 
     async def _send_frame(self, frame: bytes, out: Outgoing, *, now: bool) -> None:
         if self._legacy is not None:
+            if out.credentials is not None:  # never sent as the transport's own user instead
+                await self._fail(out.requests, self._no_credentials(), sent=False)
+                return
             await self._legacy.post(frame, out)
             return
         if now and self._holding:
@@ -714,7 +777,7 @@ class HttpTransport(HttpTransportBase):
                 extra=out.headers,
             )
             self._posts += 1
-            log_request(what, headers)
+            log_request(what, headers, out.credentials)
             reason = "the server ended the stream"
             step: _Next = "resume"
             try:
@@ -726,6 +789,7 @@ class HttpTransport(HttpTransportBase):
                         content=frame,
                         headers=headers,
                         on_sending=departure.sending,
+                        credentials=out.credentials,
                     ) as response:
                         step = await self._read_answer(frame, out, stream, response)
             except ConnectError as exc:
@@ -733,6 +797,9 @@ class HttpTransport(HttpTransportBase):
                 await self._cannot_connect(ids, exc)
                 return
             except AuthorizationError as exc:
+                if out.credentials is not None:  # a tenant's sign-in: that request alone
+                    await self._fail_stream(stream, exc, sent=False)
+                    return
                 ids, stream.ids = tuple(stream.ids), set()
                 await self._not_authorized(ids, exc)
                 return
@@ -971,20 +1038,22 @@ class HttpTransport(HttpTransportBase):
             attempts += 1
             await trio.sleep(self._retry_delay(stream.parser))
             what = f"resuming the answer to {stream.method} at {self.info.detail}"
+            own = stream.out.credentials  # a tenant's answer is resumed as that tenant
             headers = self._headers(
                 accept=ACCEPT_SSE,
                 session_id=stream.session_id,
                 last_event_id=last_id,
                 version=stream.version,
+                extra=None if own is None else own.headers,
             )
             self._gets += 1
             self._resumptions += 1
-            log_request(what, headers)
+            log_request(what, headers, own)
             delay: float | None = None
             try:
                 with map_http_errors(what):
                     async with open_stream(
-                        self._client, "GET", self._url, headers=headers
+                        self._client, "GET", self._url, headers=headers, credentials=own
                     ) as response:
                         if response.status_code == 200 and _is_event_stream(response):
                             before = stream.events
@@ -1000,6 +1069,9 @@ class HttpTransport(HttpTransportBase):
                 self._end(self._unreachable(exc))
                 return
             except AuthorizationError as exc:
+                if own is not None:
+                    await self._fail_stream(stream, exc, sent=True)
+                    return
                 self._end(exc)
                 return
             except TransportClosed as exc:

@@ -79,6 +79,7 @@ from .._base import (
     ConnectionEnded,
     FrameSink,
     InboxReader,
+    RequestCredentials,
     RequestFailed,
     TransportEvent,
     TransportInfo,
@@ -202,11 +203,19 @@ def redacted_headers(headers: Mapping[str, str] | httpx.Headers) -> dict[str, st
     return {name: "***" if looks_secret_header(name) else value for name, value in headers.items()}
 
 
-def log_request(what: str, headers: httpx.Headers) -> None:
-    """Log at debug level that ``what`` is sent with ``headers`` (redacted); the redacted copy is
-    made only when debug logging is on."""
+def log_request(
+    what: str, headers: httpx.Headers, credentials: RequestCredentials | None = None
+) -> None:
+    """Log at debug level that ``what`` is sent with ``headers`` (redacted; the values of a
+    request's own credentials always, whatever their names); the redacted copy is made only
+    when debug logging is on."""
     if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("%s (headers %s)", what, redacted_headers(headers))
+        shown = redacted_headers(headers)
+        if credentials is not None:
+            own = {name.lower() for name, _ in credentials.headers}
+            shown = {name: "***" if name.lower() in own else v for name, v in shown.items()}
+            what = f"{what} as {credentials.label!r}"
+        logger.debug("%s (headers %s)", what, shown)
 
 
 def display_url(url: httpx.URL | str) -> str:
@@ -288,10 +297,12 @@ async def open_stream(
     content: bytes | None = None,
     timeout: httpx.Timeout | None = None,
     on_sending: Callable[[], None] | None = None,
+    credentials: RequestCredentials | None = None,
 ) -> AsyncIterator[httpx.Response]:
     """Send one request and yield its response with the body not read yet (``client.stream``,
     made safe against cancellation: see :class:`_Body` and :func:`consume`). The response is
-    closed when the block ends, shielded from cancellation.
+    closed when the block ends, shielded from cancellation. ``credentials``: its ``auth``
+    replaces the client's for this request (their headers are in ``headers`` already).
 
     ``on_sending()`` is called (synchronously) when the request starts to go out on a
     connection: before that, a failure (no connection, no free one in the pool) or a
@@ -307,7 +318,10 @@ async def open_stream(
         request.stream = _Body(content)
     if on_sending is not None:
         request.extensions["trace"] = _SendingTrace(on_sending)
-    response = await client.send(request, stream=True)
+    if credentials is None:
+        response = await client.send(request, stream=True)
+    else:
+        response = await client.send(request, stream=True, auth=credentials.auth)
     try:
         yield response
     finally:
@@ -821,12 +835,14 @@ class Outgoing:
     (``None`` for a response), and the request ids that its ``notifications/cancelled`` cancel.
     ``headers``: the HTTP headers of this frame's POST alone, checked
     (:func:`checked_request_headers`; ``send_with_headers``), or None (every other frame: no
-    allocation)."""
+    allocation). ``credentials``: who the frame is sent as (``send_as``; their headers are in
+    ``headers`` too), or None: the transport's own."""
 
     requests: tuple[RequestId, ...]
     method: str | None
     cancels: tuple[RequestId, ...] = ()
-    headers: tuple[tuple[str, str], ...] | None = None
+    headers: tuple[tuple[str, str], ...] | None = attrs.field(default=None, repr=False)
+    credentials: RequestCredentials | None = None
 
     @property
     def label(self) -> str:

@@ -289,8 +289,9 @@ async def test_a_prompt_that_fails_fails_the_sign_in_not_the_actor() -> None:
         raise RuntimeError("the window was closed")
 
     async with FakeOAuthServer().serve() as fake, authorizer(fake, prompt=broken) as signer:
-        with pytest.raises(OAuthFlowError, match="RuntimeError"):
+        with pytest.raises(OAuthFlowError, match="RuntimeError") as caught:
             await post(signer, fake.mcp_url)
+        assert isinstance(caught.value.__cause__, RuntimeError)
         assert signer.status().state is AuthState.SIGNED_OUT
         status = await signer.login(headless_sign_in, redirect_uri="http://127.0.0.1:9/cb")
         assert status.state is AuthState.SIGNED_IN
@@ -674,16 +675,233 @@ async def test_two_processes_sharing_a_store_refresh_once(tmp_path: Any) -> None
     ]
 
 
+# --------------------------------------------------------------------------- the prompt's task
+
+
+class Held:
+    """A host prompt that waits for the user (``release``) in the task it was given, then
+    answers as a browser would; it records that task, each request and how it ended."""
+
+    def __init__(self, *, fails: bool = False) -> None:
+        self.entered = trio.Event()
+        self.release = trio.Event()
+        self.fails = fails
+        self.requests: list[AuthorizationRequest] = []
+        self.tasks: list[trio.lowlevel.Task] = []
+        self.ended: list[str] = []
+
+    async def __call__(self, request: AuthorizationRequest) -> str:
+        self.requests.append(request)
+        self.tasks.append(trio.lowlevel.current_task())
+        self.entered.set()
+        try:
+            await self.release.wait()
+        except trio.Cancelled:
+            self.ended.append("cancelled")
+            raise
+        if self.fails:
+            self.ended.append("raised")
+            raise RuntimeError("the window was closed")
+        self.ended.append("answered")
+        return await headless_sign_in(request)
+
+
+@asynccontextmanager
+async def running(
+    fake: FakeOAuthServer, *, prompt: AuthorizationPrompt | None = None
+) -> AsyncIterator[tuple[Authorizer, trio.lowlevel.Task, trio.Nursery]]:
+    """An Authorizer, the task that runs it (its actor task), and a nursery for callers (the
+    actor is stopped once they are all done)."""
+    signer = Authorizer(
+        server="srv",
+        settings=OAuthSettings(),
+        store=MemoryTokenStore(),
+        http=HttpParameters(url=fake.mcp_url),
+        prompt=prompt,
+        clock=Clock(),
+    )
+    with trio.fail_after(20):
+        async with trio.open_nursery() as actor:
+            await actor.start(signer.run)
+            (task,) = actor.child_tasks
+            async with trio.open_nursery() as callers:
+                yield signer, task, callers
+            actor.cancel_scope.cancel()
+
+
+def waiting(signer: Authorizer) -> tuple[int, int]:
+    """How many token requests and logins wait for the pending sign-in."""
+    pending = signer._pending
+    assert pending is not None
+    return len(pending.for_grant), len(pending.for_status)
+
+
+async def test_the_prompt_runs_in_a_child_task_while_the_actor_serves_status_and_requests() -> None:
+    held = Held()
+    results: list[Any] = []
+
+    async def login() -> None:
+        results.append(await signer.login(held, redirect_uri="http://127.0.0.1:7/cb"))
+
+    async with FakeOAuthServer().serve() as fake, running(fake) as (signer, actor, callers):
+        first = await signer.login(headless_sign_in)
+        assert first.state is AuthState.SIGNED_IN
+        callers.start_soon(login)
+        await held.entered.wait()
+        # The host's prompt is not run by the actor's task: by a task the actor started.
+        (prompted,) = held.tasks
+        assert prompted is not actor
+        assert prompted.parent_nursery is not None
+        assert prompted.parent_nursery.parent_task is actor
+        # While the user takes their time, the actor answers: the status says a sign-in waits
+        # (the held token is still the one used), and a request goes out with that token.
+        status = signer.status()
+        assert (status.state, status.issuer) == (AuthState.SIGNED_IN, fake.issuer)
+        assert status.reason == f"a sign-in at {fake.issuer} is waiting for the user"
+        response = await post(signer, fake.mcp_url)
+        assert response.status_code == 200
+        used = fake.resource_requests[-1].header("authorization")
+        assert used is not None and used.startswith("Bearer access-")
+        assert results == [] and held.ended == []
+        # nothing of the sign-in's secrets shows
+        url = held.requests[0].url
+        state = httpx.URL(url).params["state"]
+        assert state not in repr(signer._pending) and state not in repr(signer.status())
+        held.release.set()
+    (second,) = results
+    assert (second.state, second.reason) == (AuthState.SIGNED_IN, None)
+    assert signer.status().reason is None
+    assert [t["grant_type"] for t in fake.token_requests] == ["authorization_code"] * 2
+    assert fake.token_requests[1]["redirect_uri"] == "http://127.0.0.1:7/cb"
+    assert held.ended == ["answered"]
+
+
+async def test_requests_that_need_the_sign_in_wait_for_the_one_prompt() -> None:
+    # The host opted in: the first request's 401 starts the sign-in; a request that comes
+    # while the prompt waits, without a token, waits for it (nothing sent to the server),
+    # and both go out with the new token once the user is back.
+    held = Held()
+    codes: list[int] = []
+
+    async def one() -> None:
+        codes.append((await post(signer, fake.mcp_url)).status_code)
+
+    async with (
+        FakeOAuthServer().serve() as fake,
+        running(fake, prompt=held) as (signer, _, callers),
+    ):
+        callers.start_soon(one)
+        await held.entered.wait()
+        callers.start_soon(one)
+        await trio.testing.wait_all_tasks_blocked()
+        assert waiting(signer) == (2, 0)
+        assert len(fake.resource_requests) == 1  # the first one's, refused with 401
+        assert signer.status().state is AuthState.SIGNED_OUT
+        held.release.set()
+    assert codes == [200, 200]
+    assert len(held.requests) == 1 and len(fake.token_requests) == 1
+    tokens = {r.header("authorization") for r in fake.resource_requests[1:]}
+    assert len(tokens) == 1 and None not in tokens
+
+
+async def test_a_logout_cancels_the_pending_prompt_and_fails_its_waiters() -> None:
+    held = Held()
+    outcomes: list[str] = []
+
+    async def ask(what: str, call: Any) -> None:
+        try:
+            await call()
+        except AuthorizationRequired as exc:
+            outcomes.append(f"{what}: {type(exc).__name__}: {exc}")
+
+    async with FakeOAuthServer().serve() as fake, running(fake) as (signer, _, callers):
+        callers.start_soon(ask, "login", lambda: signer.login(held))
+        await held.entered.wait()
+        callers.start_soon(ask, "request", lambda: post(signer, fake.mcp_url))
+        await trio.testing.wait_all_tasks_blocked()
+        assert waiting(signer) == (1, 1)
+        assert await signer.logout() is False  # nothing was stored: the sign-in never ended
+        await trio.testing.wait_all_tasks_blocked()
+        assert held.ended == ["cancelled"]
+        status = signer.status()
+        assert (status.state, status.reason) == (AuthState.SIGNED_OUT, None)
+        assert signer._pending is None
+        # the actor goes on: a new sign-in works
+        again = await signer.login(headless_sign_in)
+        assert again.state is AuthState.SIGNED_IN
+    signed_out = (
+        "AuthorizationRequired: the user signed out of 'srv' while its sign-in was waiting for "
+        "them: the sign-in was cancelled; to sign in again, run: trio-mcp login srv"
+    )
+    assert sorted(outcomes) == [f"login: {signed_out}", f"request: {signed_out}"]
+    assert [t["grant_type"] for t in fake.token_requests] == ["authorization_code"]
+
+
+async def test_a_second_login_while_one_is_pending_joins_it() -> None:
+    held, other = Held(), Held()
+    results: list[Any] = []
+
+    async def login(prompt: AuthorizationPrompt) -> None:
+        results.append(await signer.login(prompt))
+
+    async with FakeOAuthServer().serve() as fake, running(fake) as (signer, _, callers):
+        callers.start_soon(login, held)
+        await held.entered.wait()
+        callers.start_soon(login, other)
+        await trio.testing.wait_all_tasks_blocked()
+        assert waiting(signer) == (0, 2)
+        held.release.set()
+    assert [r.state for r in results] == [AuthState.SIGNED_IN] * 2
+    assert other.requests == []  # one sign-in, one prompt: the second one was never called
+    assert len(fake.authorizations) == len(fake.token_requests) == 1
+
+
+async def test_a_prompt_that_raises_fails_its_sign_in_and_every_waiter_not_the_actor() -> None:
+    held = Held(fails=True)
+    errors: list[OAuthFlowError] = []
+
+    async def ask(call: Any) -> None:
+        try:
+            await call()
+        except OAuthFlowError as exc:
+            errors.append(exc)
+
+    async with FakeOAuthServer().serve() as fake, running(fake) as (signer, _, callers):
+        callers.start_soon(ask, lambda: signer.login(held))
+        await held.entered.wait()
+        callers.start_soon(ask, lambda: post(signer, fake.mcp_url))
+        await trio.testing.wait_all_tasks_blocked()
+        assert waiting(signer) == (1, 1)
+        held.release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(errors) == 2
+        assert signer.status().state is AuthState.SIGNED_OUT
+        assert signer.status().reason is None
+        assert (await signer.login(headless_sign_in)).state is AuthState.SIGNED_IN
+    for error in errors:
+        assert str(error) == "the sign-in of 'srv' failed: its prompt raised RuntimeError"
+        assert isinstance(error.__cause__, RuntimeError)
+    assert fake.token_requests[0]["grant_type"] == "authorization_code"
+    assert len(fake.token_requests) == 1
+
+
+async def test_a_prompt_that_answers_no_url_fails_the_sign_in() -> None:
+    async def wrong(request: AuthorizationRequest) -> str:
+        await trio.lowlevel.checkpoint()
+        return None  # type: ignore[return-value]
+
+    async with FakeOAuthServer().serve() as fake, running(fake) as (signer, _, _callers):
+        with pytest.raises(OAuthFlowError, match="returned a NoneType, not the URL"):
+            await signer.login(wrong)
+        assert signer._pending is None
+    assert fake.token_requests == []
+
+
 async def test_what_waits_for_the_sign_in_fails_when_it_stops_instead_of_waiting_forever() -> None:
-    # A login whose user never comes back, a logout queued behind it: the sign-in's task is
-    # cancelled (the runtime closes); both callers, in tasks of their own, get an error.
-    entered = trio.Event()
-
-    async def never(request: AuthorizationRequest) -> str:
-        entered.set()
-        await trio.sleep_forever()
-        raise AssertionError("unreachable")
-
+    # A login whose user never comes back, a request waiting for it: the sign-in's task is
+    # cancelled (the runtime closes); both callers, in tasks of their own, get an error, and
+    # the prompt's task is cancelled with the actor.
+    held = Held()
     outcomes: list[str] = []
 
     async def ask(what: str, call: Any) -> None:
@@ -702,14 +920,16 @@ async def test_what_waits_for_the_sign_in_fails_when_it_stops_instead_of_waiting
             )
             async with trio.open_nursery() as actor:
                 await actor.start(signer.run)
-                callers.start_soon(ask, "login", lambda: signer.login(never))
-                await entered.wait()
-                callers.start_soon(ask, "logout", signer.logout)
+                callers.start_soon(ask, "login", lambda: signer.login(held))
+                await held.entered.wait()
+                callers.start_soon(ask, "request", lambda: post(signer, fake.mcp_url))
                 await trio.testing.wait_all_tasks_blocked()
+                assert waiting(signer) == (1, 1)
                 actor.cancel_scope.cancel()
     assert sorted(outcomes) == [
         "login: the sign-in of 'srv' has stopped",
-        "logout: the sign-in of 'srv' has stopped",
+        "request: the sign-in of 'srv' has stopped",
     ]
+    assert held.ended == ["cancelled"]
     with pytest.raises(AuthorizationError, match="not running"):
         await signer.logout()

@@ -9,6 +9,17 @@ are answered one at a time, so however many requests find the token expired, one
 runs; across processes the store's ``lock`` does the same (after taking it the credential is
 reloaded: a newer revision that another process saved is used as it is).
 
+A browser sign-in is the one exchange that waits for a person, through the host's prompt (host
+code that may take minutes). The actor prepares it (discovery, registration, the PKCE verifier,
+``state``, the URL), starts the prompt in a task of its own (a child of :meth:`Authorizer.run`),
+keeps the pending sign-in in its state and goes on serving its mailbox: ``status()``, requests
+that have a valid token, a logout. The prompt's answer (or what it raised) comes back as a
+message; the actor checks the redirect, exchanges the code, stores the tokens and answers
+everyone who waits for that sign-in at once (or fails them all). One sign-in at a time: a
+login, or a request that needs the sign-in, while one is pending waits for it (a second
+login's own prompt is not called). A logout cancels the pending prompt (its waiters get
+:class:`AuthorizationRequired`), and the actor's end fails them.
+
 The rules that need no I/O are in :mod:`trio_mcp.protocol` (``_oauth``).
 """
 
@@ -123,6 +134,11 @@ class _Waiter:
             self.error = error
             self.done.set()
 
+    def abandon(self) -> None:
+        """The asker is gone (its deadline passed): a later answer is dropped, and whoever
+        holds this waiter for later (a pending sign-in) may let go of it."""
+        self.done.set()
+
 
 @attrs.frozen(kw_only=True)
 class _Grant:
@@ -183,7 +199,58 @@ class _NonceSeen:
     nonce: str
 
 
-_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout | _NonceSeen
+@attrs.frozen(kw_only=True)
+class _PromptAnswered:
+    """The host's prompt of sign-in ``number`` returned (``answer``: the URL the browser was
+    redirected to, which holds the code) or raised ``error`` (no reply: the actor resolves the
+    sign-in's waiters)."""
+
+    number: int
+    answer: object = attrs.field(default=None, repr=False)
+    error: Exception | None = None
+
+
+_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout | _NonceSeen | _PromptAnswered
+
+
+@attrs.frozen
+class _Wait:
+    """An answer that has to wait for the pending sign-in (the asker joins its waiters)."""
+
+
+_WAIT: Final = _Wait()
+
+
+@attrs.define(eq=False, kw_only=True)
+class _PendingSignIn:
+    """A browser sign-in whose prompt is waiting for the user, in a task of its own: what the
+    actor needs to finish it when the answer comes back, and who waits for it."""
+
+    number: int
+    metadata: AuthorizationServerMetadata
+    credential: Credential = attrs.field(repr=False)
+    record: ClientRecord = attrs.field(repr=False)
+    redirect_uri: str
+    scopes: tuple[str, ...]
+    resource: str
+    state: str = attrs.field(repr=False)
+    verifier: str = attrs.field(repr=False)
+    #: Cancels the prompt's task (a logout).
+    scope: trio.CancelScope = attrs.field(repr=False)
+    #: Token requests (``_Need``, ``_Challenged``): answered with the new grant.
+    for_grant: list[_Waiter] = attrs.field(factory=list, repr=False)
+    #: Login callers: answered with the status.
+    for_status: list[_Waiter] = attrs.field(factory=list, repr=False)
+
+    def join(self, reply: _Waiter, *, status: bool) -> None:
+        """Add ``reply`` (dropping the waiters whose askers are gone: a prompt may wait for
+        hours, the requests that joined it have deadlines)."""
+        self.for_grant[:] = [w for w in self.for_grant if not w.done.is_set()]
+        self.for_status[:] = [w for w in self.for_status if not w.done.is_set()]
+        (self.for_status if status else self.for_grant).append(reply)
+
+    def waiters(self) -> list[_Waiter]:
+        return [*self.for_grant, *self.for_status]
 
 
 # --------------------------------------------------------------------------- the auth flow
@@ -268,7 +335,8 @@ class Authorizer:
     server is reached (``http.url`` is the MCP endpoint; its TLS settings, proxy and
     ``allow_insecure_http`` apply to the authorization server too); ``prompt``: the host's
     opt-in to interactive sign-in (without it, a sign-in that needs the user raises
-    :class:`AuthorizationRequired` with the hint); ``tenant``: the host's tenant.
+    :class:`AuthorizationRequired` with the hint; it is called in a task of the actor's own
+    nursery, never in the actor's task); ``tenant``: the host's tenant.
     ``clock``: the wall clock of token expiry (seconds since the epoch; tests give their own).
     """
 
@@ -308,6 +376,14 @@ class Authorizer:
         self._challenge_scopes: tuple[str, ...] | None = None
         self._dpop: DPoPKey | None = None
         self._nonces: dict[str, str] = {}
+        #: Where the host's prompts run (each in a task of its own), while :meth:`run` runs.
+        self._prompts: trio.Nursery | None = None
+        #: The browser sign-in waiting for the user (at most one at a time).
+        self._pending: _PendingSignIn | None = None
+        self._sign_ins = 0
+        #: What was last published, before the pending sign-in's note is added.
+        self._reason: str | None = None
+        self._shown_hint: str | None = None
         self._status = AuthStatus(server=server, state=AuthState.SIGNED_OUT)
 
     def __repr__(self) -> str:
@@ -324,13 +400,17 @@ class Authorizer:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         context = self._http._ssl_context
-        async with httpx.AsyncClient(
-            timeout=httpx.Timeout(self._http.connect_timeout),
-            follow_redirects=False,
-            verify=context if context is not None else True,
-            proxy=self._http.proxy,
-        ) as client:
+        async with (
+            httpx.AsyncClient(
+                timeout=httpx.Timeout(self._http.connect_timeout),
+                follow_redirects=False,
+                verify=context if context is not None else True,
+                proxy=self._http.proxy,
+            ) as client,
+            trio.open_nursery() as prompts,
+        ):
             self._client = client
+            self._prompts = prompts
             self._running = True
             task_status.started()
             message: _Message | None = None
@@ -341,9 +421,12 @@ class Authorizer:
             finally:
                 self._running = False
                 self._client = None
+                self._prompts = None
                 # Nobody answers any more: whoever waits (the message being handled, those
-                # queued, a sender blocked on the full mailbox) fails now instead of forever.
+                # queued, a sender blocked on the full mailbox, the pending sign-in's waiters)
+                # fails now instead of forever; the prompt's task ends with the nursery.
                 self._fail_waiters(message)
+                prompts.cancel_scope.cancel()
 
     async def login(
         self,
@@ -352,6 +435,11 @@ class Authorizer:
         redirect_uri: str | None = None,
         scopes: Sequence[str] | None = None,
     ) -> AuthStatus:
+        """See :meth:`~trio_mcp.transports.oauth.SignIn.login`. ``prompt`` runs in a task of
+        the actor's nursery; while it waits for the user the actor serves everyone else. A
+        login while a sign-in is pending waits for that one and returns its status (its own
+        ``prompt``, ``redirect_uri`` and ``scopes`` are not used: one sign-in at a time; a
+        logout cancels the pending one)."""
         result = await self._ask(
             lambda reply: _Login(
                 prompt=prompt,
@@ -375,6 +463,9 @@ class Authorizer:
         return result
 
     async def logout(self) -> bool:
+        """See :meth:`~trio_mcp.transports.oauth.SignIn.logout`; a sign-in waiting for the
+        user is cancelled (its prompt's task too), and whoever waits for it gets
+        :class:`AuthorizationRequired`."""
         result = await self._ask(lambda reply: _Logout(reply=reply))
         assert isinstance(result, bool)
         return result
@@ -394,7 +485,10 @@ class Authorizer:
             raise AuthorizationError(
                 f"the sign-in of {self._server!r} has stopped", server=self._server
             ) from None
-        await reply.done.wait()
+        try:
+            await reply.done.wait()
+        finally:
+            reply.abandon()
         if reply.error is not None:
             raise reply.error
         assert isinstance(reply.value, _Grant | AuthStatus | bool)
@@ -406,49 +500,69 @@ class Authorizer:
         return result
 
     async def _handle(self, message: _Message) -> None:
-        if isinstance(message, _NonceSeen):
-            self._nonces[message.origin] = message.nonce
-            return
+        match message:
+            case _NonceSeen(origin=origin, nonce=nonce):
+                self._nonces[origin] = nonce
+                return
+            case _PromptAnswered():
+                await self._finish_sign_in(message)
+                return
         try:
             match message:
                 case _Need(reply=reply):
-                    reply.set(await self._current())
+                    self._answer(reply, await self._current())
                 case _Challenged() as challenged:
-                    challenged.reply.set(await self._challenged(challenged))
+                    self._answer(challenged.reply, await self._challenged(challenged))
                 case _Login(prompt=prompt, redirect_uri=redirect_uri, scopes=scopes, reply=reply):
-                    reply.set(await self._login(prompt, redirect_uri, scopes))
+                    result = await self._login(prompt, redirect_uri, scopes)
+                    if isinstance(result, _Wait):
+                        assert self._pending is not None
+                        self._pending.join(reply, status=True)
+                    else:
+                        reply.set(result)
                 case _LoginDevice(show=show, scopes=scopes, reply=reply):
                     reply.set(await self._login_device(show, scopes))
                 case _Logout(reply=reply):
                     reply.set(await self._logout())
-        except AuthorizationError as exc:
+        except Exception as exc:  # a device prompt of the host, or the flow: this one fails
+            message.reply.fail(self._failure(exc))
+
+    def _answer(self, reply: _Waiter, result: _Grant | AuthStatus | _Wait) -> None:
+        """Reply now, or (``_WAIT``) when the pending sign-in ends: with its status for a
+        login, else with the new grant."""
+        if isinstance(result, _Wait):
+            assert self._pending is not None
+            self._pending.join(reply, status=False)
+        else:
+            reply.set(result)
+
+    def _failure(self, exc: Exception) -> McpError:
+        """What the asker gets for ``exc``, raised while serving it (a server's answer, the
+        network, the host's device prompt)."""
+        if isinstance(exc, AuthorizationError):
             if isinstance(exc, AuthorizationRequired):
                 self._publish(AuthState.NEEDS_AUTH, reason=str(exc), hint=exc.hint or self._hint)
             exc.server = exc.server or self._server
-            message.reply.fail(exc)
-        except McpError as exc:  # RefreshUnreachable, a key the JOSE library refused
-            message.reply.fail(exc)
-        except (httpx.HTTPError, OSError) as exc:
-            message.reply.fail(
-                OAuthFlowError(
-                    f"the authorization server of {self._server!r} could not be reached "
-                    f"({type(exc).__name__})",
-                    server=self._server,
-                )
-            )
-        except Exception as exc:  # a host's prompt that failed: this sign-in fails, not the actor
-            logger.warning("%s: the sign-in failed: %s", self._server, type(exc).__name__)
-            failure = OAuthFlowError(
-                f"the sign-in of {self._server!r} failed: {type(exc).__name__}",
+            return exc
+        if isinstance(exc, McpError):  # RefreshUnreachable, a key the JOSE library refused
+            return exc
+        if isinstance(exc, httpx.HTTPError | OSError):
+            return OAuthFlowError(
+                f"the authorization server of {self._server!r} could not be reached "
+                f"({type(exc).__name__})",
                 server=self._server,
             )
-            failure.__cause__ = exc
-            message.reply.fail(failure)
+        logger.warning("%s: the sign-in failed: %s", self._server, type(exc).__name__)
+        failure = OAuthFlowError(
+            f"the sign-in of {self._server!r} failed: {type(exc).__name__}", server=self._server
+        )
+        failure.__cause__ = exc
+        return failure
 
     def _fail_waiters(self, current: _Message | None) -> None:
-        """Fail the reply of ``current`` and of every queued message, synchronously, and close
-        the mailbox (a later or blocked send raises, which :meth:`_ask` turns into the same
-        error)."""
+        """Fail the reply of ``current``, of every queued message and of the pending sign-in,
+        synchronously, and close the mailbox (a later or blocked send raises, which
+        :meth:`_ask` turns into the same error)."""
         pending = [] if current is None else [current]
         while True:
             try:
@@ -456,13 +570,21 @@ class Authorizer:
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 break
         self._receive.close()
-        for message in pending:
-            if not isinstance(message, _NonceSeen):
-                message.reply.fail(
-                    AuthorizationError(
-                        f"the sign-in of {self._server!r} has stopped", server=self._server
-                    )
+        waiters = [
+            message.reply
+            for message in pending
+            if not isinstance(message, _NonceSeen | _PromptAnswered)
+        ]
+        if self._pending is not None:
+            self._pending.scope.cancel()
+            waiters.extend(self._pending.waiters())
+            self._pending = None
+        for waiter in waiters:
+            waiter.fail(
+                AuthorizationError(
+                    f"the sign-in of {self._server!r} has stopped", server=self._server
                 )
+            )
 
     # ------------------------------------------------------------------ requests
 
@@ -524,21 +646,22 @@ class Authorizer:
         if tokens is not None:
             self._publish(AuthState.SIGNED_IN)
 
-    async def _current(self) -> _Grant:
+    async def _current(self) -> _Grant | _Wait:
         await self._load()
         credential = self._credential
         tokens = credential.tokens if credential is not None else None
         if tokens is not None and not self._expired(tokens):
             return self._grant()
         if tokens is not None and credential is not None:
-            await self._refresh(credential)
-            return self._grant()
+            return await self._refresh(credential) or self._grant()
         if self._settings.grant is Grant.CLIENT_CREDENTIALS:
             await self._sign_in_machine(await self._discover(None))
             return self._grant()
+        if self._pending is not None:
+            return _WAIT  # no token until the user is back: the request goes out with it
         return _Grant(token=None)  # the server's 401 says where to sign in
 
-    async def _challenged(self, message: _Challenged) -> _Grant:
+    async def _challenged(self, message: _Challenged) -> _Grant | _Wait:
         challenge = bearer_challenge(message.challenges)
         if challenge is None:
             raise CredentialsRefused(
@@ -551,6 +674,8 @@ class Authorizer:
         held = self._credential.tokens if self._credential is not None else None
         if held is not None and message.sent is not None and held.access_token != message.sent:
             return self._grant()  # another request already got a newer token: use it
+        if message.status == 401 and self._pending is not None:
+            return _WAIT  # the sign-in under way gives the token
         if message.status == 403:
             return await self._step_up(challenge, message.step_ups)
         if challenge.scopes is not None:
@@ -566,13 +691,12 @@ class Authorizer:
         ):
             # The token was refused before its time: one refresh, then the user.
             try:
-                await self._refresh(credential, force=True)
-                return self._grant()
+                return await self._refresh(credential, force=True) or self._grant()
             except AuthorizationRequired:
                 pass
         return await self._sign_in(metadata, scopes=None)
 
-    async def _step_up(self, challenge: Challenge, step_ups: int) -> _Grant:
+    async def _step_up(self, challenge: Challenge, step_ups: int) -> _Grant | _Wait:
         previous = (
             self._credential.tokens.scopes if self._credential and self._credential.tokens else ()
         )
@@ -587,6 +711,8 @@ class Authorizer:
                 hint=self._hint,
                 scopes=scopes,
             )
+        if self._pending is not None:
+            return _WAIT  # after the sign-in under way, the request is sent again
         metadata = await self._discover(challenge)
         if self._settings.grant is not Grant.CLIENT_CREDENTIALS and self._prompt is None:
             raise InsufficientScope(
@@ -600,10 +726,12 @@ class Authorizer:
 
     async def _sign_in(
         self, metadata: AuthorizationServerMetadata, *, scopes: tuple[str, ...] | None
-    ) -> _Grant:
+    ) -> _Grant | _Wait:
         if self._settings.grant is Grant.CLIENT_CREDENTIALS:
             await self._sign_in_machine(metadata, scopes)
             return self._grant()
+        if self._pending is not None:
+            return _WAIT
         if self._prompt is None:
             raise AuthorizationRequired(
                 f"the server {self._server!r} needs a sign-in at {metadata.issuer}; to sign in, "
@@ -611,8 +739,7 @@ class Authorizer:
                 server=self._server,
                 hint=self._hint,
             )
-        await self._authorize(metadata, self._prompt, None, scopes)
-        return self._grant()
+        return await self._begin_sign_in(metadata, self._prompt, None, scopes)
 
     # ------------------------------------------------------------------ discovery
 
@@ -890,11 +1017,13 @@ class Authorizer:
         scopes: Sequence[str] = (),
         previous_refresh: str | None = None,
         dpop: DPoPKey | None = None,
+        resource: str | None = None,
         **fields: str,
     ) -> TokenResponse:
         """A token request (with a DPoP proof when ``dpop``; a ``use_dpop_nonce`` answer is
-        retried once with the nonce). Raises :class:`OAuthFlowError` (the server's error code)
-        or ``httpx.HTTPError`` (it could not be reached)."""
+        retried once with the nonce); ``resource``: the one the authorization asked for
+        (default: the server's current one). Raises :class:`OAuthFlowError` (the server's
+        error code) or ``httpx.HTTPError`` (it could not be reached)."""
         url = metadata.token_endpoint
         for _attempt in range(2):
             request = token_request(
@@ -902,7 +1031,7 @@ class Authorizer:
                 grant_type,
                 self._client_auth(record, metadata),
                 scopes=scopes,
-                resource=self._resource,
+                resource=resource if resource is not None else self._resource,
                 **fields,
             )
             headers = dict(request.headers)
@@ -961,9 +1090,11 @@ class Authorizer:
         self._loaded = True
         self._publish(AuthState.SIGNED_IN)
 
-    async def _refresh(self, credential: Credential, *, force: bool = False) -> None:
+    async def _refresh(self, credential: Credential, *, force: bool = False) -> _Wait | None:
         """Refresh ``credential``'s token, once: under the store's lock, a newer revision
-        saved by another process meanwhile is used as it is."""
+        saved by another process meanwhile is used as it is. ``_WAIT``: there is no refresh
+        token, and the host's prompt (its opt-in) was handed a new sign-in (or one is under
+        way): the asker waits for it."""
         async with self._store.lock(credential.key):
             latest = await self._store.load(credential.key)
             if (
@@ -973,7 +1104,7 @@ class Authorizer:
                 and not self._expired(latest.tokens)
             ):
                 self._adopt(latest)
-                return
+                return None
             current = latest if latest is not None and latest.tokens is not None else credential
             tokens = current.tokens
             assert tokens is not None
@@ -982,10 +1113,13 @@ class Authorizer:
                 if self._settings.grant is Grant.CLIENT_CREDENTIALS:
                     metadata = await self._metadata_for_refresh(current)
                     await self._sign_in_machine(metadata)
-                    return
+                    return None
+                if self._pending is not None:
+                    return _WAIT
                 if self._prompt is not None:
-                    await self._authorize(await self._discover(None), self._prompt, None, None)
-                    return
+                    return await self._begin_sign_in(
+                        await self._discover(None), self._prompt, None, None
+                    )
                 self._credential = attrs.evolve(current, tokens=None)
                 raise AuthorizationRequired(
                     f"the token of {self._server!r} ran out and there is no refresh token; to "
@@ -1028,6 +1162,7 @@ class Authorizer:
                 raise
             await self._store_tokens(current, record, answer, dpop)
             logger.info("%s: token refreshed", self._server)
+            return None
 
     async def _metadata_for_refresh(self, credential: Credential) -> AuthorizationServerMetadata:
         try:
@@ -1042,14 +1177,19 @@ class Authorizer:
 
     # ------------------------------------------------------------------ grants
 
-    async def _authorize(
+    async def _begin_sign_in(
         self,
         metadata: AuthorizationServerMetadata,
         prompt: AuthorizationPrompt,
         redirect_uri: str | None,
         scopes: tuple[str, ...] | None,
-    ) -> None:
-        """The authorization code flow with PKCE through ``prompt``."""
+    ) -> _Wait:
+        """Start the authorization code flow with PKCE: the client, the verifier, the state and
+        the URL here; ``prompt`` (host code, which may wait minutes for the user) in a task of
+        its own, whose answer comes back as :class:`_PromptAnswered`. The asker joins the
+        sign-in's waiters; so does whoever asks while it is pending (one at a time)."""
+        if self._pending is not None:
+            return _WAIT
         redirect = redirect_uri or self._settings.redirect_uri or DEFAULT_REDIRECT_URI
         credential, record = await self._client_for(metadata, redirect)
         chosen = self._scopes(metadata, scopes)
@@ -1075,25 +1215,117 @@ class Authorizer:
             issuer=metadata.issuer,
             scopes=chosen,
         )
-        answer = await prompt(request)
+        prompts = self._prompts
+        assert prompts is not None
+        self._sign_ins += 1
+        self._pending = _PendingSignIn(
+            number=self._sign_ins,
+            metadata=metadata,
+            credential=credential,
+            record=record,
+            redirect_uri=redirect,
+            scopes=chosen,
+            resource=self._resource,
+            state=state,
+            verifier=verifier,
+            scope=trio.CancelScope(),
+        )
+        prompts.start_soon(
+            self._ask_user, self._pending.number, prompt, request, self._pending.scope
+        )
+        self._republish()
+        logger.info("%s: a sign-in at %s waits for the user", self._server, metadata.issuer)
+        return _WAIT
+
+    async def _ask_user(
+        self,
+        number: int,
+        prompt: AuthorizationPrompt,
+        request: AuthorizationRequest,
+        scope: trio.CancelScope,
+    ) -> None:
+        """The host's prompt, in a task of its own (a child of the actor's): its answer, or
+        what it raised, goes back through the mailbox. Cancelled (a logout, the actor's end):
+        nothing is sent, the actor has already failed the sign-in's waiters."""
+        answered: _PromptAnswered | None = None
+        with scope:
+            try:
+                answered = _PromptAnswered(number=number, answer=await prompt(request))
+            except Exception as exc:  # the host's code: its failure is this sign-in's only
+                answered = _PromptAnswered(number=number, error=exc)
+        if answered is None:
+            return
+        try:
+            await self._send.send(answered)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # the actor has ended: it failed the waiters
+
+    async def _finish_sign_in(self, answered: _PromptAnswered) -> None:
+        """The prompt of the pending sign-in answered: check the redirect, exchange the code,
+        store the tokens, then resolve every waiter at once (or fail them all)."""
+        pending = self._pending
+        if pending is None or pending.number != answered.number:
+            return  # a sign-in cancelled meanwhile (a logout)
+        error: McpError | None = None
+        if answered.error is not None:
+            error = self._prompt_failure(answered.error)
+        else:
+            try:
+                await self._exchange_code(pending, answered.answer)
+            except Exception as exc:  # the authorization server's answer, the network
+                error = self._failure(exc)
+        self._pending = None
+        self._republish()
+        if error is not None:
+            for waiter in pending.waiters():
+                waiter.fail(error)
+            return
+        grant = self._grant()
+        for waiter in pending.for_grant:
+            waiter.set(grant)
+        for waiter in pending.for_status:
+            waiter.set(self._status)
+
+    def _prompt_failure(self, exc: Exception) -> McpError:
+        if isinstance(exc, McpError):  # the front end's own error (a loopback receiver's)
+            return self._failure(exc)
+        logger.warning("%s: the sign-in prompt failed: %s", self._server, type(exc).__name__)
+        failure = OAuthFlowError(
+            f"the sign-in of {self._server!r} failed: its prompt raised {type(exc).__name__}",
+            server=self._server,
+        )
+        failure.__cause__ = exc
+        return failure
+
+    async def _exchange_code(self, pending: _PendingSignIn, answer: object) -> None:
+        if not isinstance(answer, str):
+            raise OAuthFlowError(
+                f"the sign-in prompt of {self._server!r} returned a {type(answer).__name__}, not "
+                "the URL the browser was redirected to",
+                server=self._server,
+            )
+        metadata = pending.metadata
         code = parse_redirect(
             answer,
-            state=state,
+            state=pending.state,
             issuer=metadata.issuer,
             iss_supported=metadata.iss_parameter_supported,
-            redirect_uri=redirect,
+            redirect_uri=pending.redirect_uri,
         )
+        stored = await self._store.load(pending.credential.key)
+        credential = stored if stored is not None else pending.credential
         dpop = self._dpop_key(credential)
         try:
             tokens = await self._token(
                 metadata,
-                record,
+                pending.record,
                 "authorization_code",
                 scopes=(),
                 dpop=dpop,
+                resource=pending.resource,
                 code=code,
-                code_verifier=verifier,
-                redirect_uri=redirect,
+                code_verifier=pending.verifier,
+                redirect_uri=pending.redirect_uri,
             )
         except (httpx.HTTPError, OSError) as exc:
             raise OAuthFlowError(
@@ -1101,10 +1333,27 @@ class Authorizer:
                 f"({type(exc).__name__})",
                 server=self._server,
             ) from exc
-        if not tokens.scopes and chosen:
-            tokens = attrs.evolve(tokens, scopes=chosen)
-        await self._store_tokens(credential, record, tokens, dpop)
+        if not tokens.scopes and pending.scopes:
+            tokens = attrs.evolve(tokens, scopes=pending.scopes)
+        await self._store_tokens(credential, pending.record, tokens, dpop)
         logger.info("%s: signed in at %s", self._server, metadata.issuer)
+
+    def _cancel_sign_in(self) -> None:
+        """A logout: the pending sign-in's prompt is cancelled, its waiters fail."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        pending.scope.cancel()
+        logger.info("%s: the sign-in waiting for the user was cancelled", self._server)
+        for waiter in pending.waiters():
+            waiter.fail(
+                AuthorizationRequired(
+                    f"the user signed out of {self._server!r} while its sign-in was waiting "
+                    f"for them: the sign-in was cancelled; to sign in again, run: {self._hint}",
+                    server=self._server,
+                    hint=self._hint,
+                )
+            )
 
     async def _sign_in_machine(
         self, metadata: AuthorizationServerMetadata, scopes: tuple[str, ...] | None = None
@@ -1142,14 +1391,15 @@ class Authorizer:
         prompt: AuthorizationPrompt,
         redirect_uri: str | None,
         scopes: tuple[str, ...] | None,
-    ) -> AuthStatus:
+    ) -> AuthStatus | _Wait:
+        if self._settings.grant is not Grant.CLIENT_CREDENTIALS and self._pending is not None:
+            return _WAIT  # one sign-in at a time: this login waits for the one under way
         await self._load()
         metadata = await self._discover(None)
         if self._settings.grant is Grant.CLIENT_CREDENTIALS:
             await self._sign_in_machine(metadata, scopes)
-        else:
-            await self._authorize(metadata, prompt, redirect_uri, scopes)
-        return self._status
+            return self._status
+        return await self._begin_sign_in(metadata, prompt, redirect_uri, scopes)
 
     async def _login_device(self, show: DevicePrompt, scopes: tuple[str, ...] | None) -> AuthStatus:
         await self._load()
@@ -1219,6 +1469,7 @@ class Authorizer:
         return self._status
 
     async def _logout(self) -> bool:
+        self._cancel_sign_in()
         found = await self._store.find(self._server, self._resource_key, self._tenant)
         deleted = False
         for credential in found:
@@ -1235,6 +1486,11 @@ class Authorizer:
     def _publish(
         self, state: AuthState, *, reason: str | None = None, hint: str | None = None
     ) -> None:
+        self._reason, self._shown_hint = reason, hint
+        pending = self._pending
+        if pending is not None:
+            waiting = f"a sign-in at {pending.metadata.issuer} is waiting for the user"
+            reason = waiting if reason is None else f"{reason}; {waiting}"
         credential = self._credential
         tokens = credential.tokens if credential is not None else None
         self._status = AuthStatus(
@@ -1250,6 +1506,10 @@ class Authorizer:
             reason=reason,
             hint=hint,
         )
+
+    def _republish(self) -> None:
+        """The status again, as it was, with (or without) the pending sign-in's note."""
+        self._publish(self._status.state, reason=self._reason, hint=self._shown_hint)
 
 
 @asynccontextmanager

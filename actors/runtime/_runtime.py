@@ -493,17 +493,31 @@ class Runtime:
         (docs/embedding.md "Tracing").
         """
         span = start_call(self.config, name) if TRACING else None
+        who = as_tenant(tenant)
         try:
-            result = await self._call_with_retries(
-                name,
-                arguments,
-                meta,
-                timeout=timeout,
-                progress=progress,
-                wait_ready=wait_ready,
-                span=span,
-                tenant=as_tenant(tenant),
-            )
+            try:
+                result = await self._call_once(
+                    name,
+                    arguments,
+                    meta,
+                    timeout=timeout,
+                    progress=progress,
+                    wait_ready=wait_ready,
+                    span=span,
+                    attempt=1,
+                    tenant=who,
+                )
+            except (ServerDisconnected, ServerUnavailable) as failed:  # not sent: retry?
+                result = await self._retried(
+                    failed,
+                    name,
+                    arguments,
+                    meta,
+                    timeout=timeout,
+                    progress=progress,
+                    span=span,
+                    tenant=who,
+                )
         except BaseException as exc:  # recorded on the span, raised as it is
             if span is not None:
                 span.failed(exc)
@@ -514,22 +528,39 @@ class Runtime:
             span.end()
         return result
 
-    async def _call_with_retries(
+    async def _retried(
         self,
+        failed: ServerDisconnected | ServerUnavailable,
         name: str,
         arguments: Mapping[str, Any] | None,
         meta: Mapping[str, Any] | None,
         *,
         timeout: float | _UseDefault | None,
         progress: ProgressCallback | None,
-        wait_ready: float | None,
         span: CallSpan | None,
-        tenant: Tenant | None = None,
+        tenant: Tenant | None,
     ) -> CallToolResult:
-        """One attempt after another while the error policy retries a call that was not sent
-        (each with its own lookup, hooks and ``timeout``)."""
+        """The attempts after a first one that ``failed`` without being sent, while the error
+        policy retries it (each with its own lookup, hooks and ``timeout``); raises the last
+        failure when the policy says no more. (The first attempt is made by :meth:`call`
+        itself: a call that succeeds pays for no loop.)"""
         attempt = 1
+        error = failed
         while True:
+            policy = self.config.error_policy_for(name, error.server)
+            if attempt > policy.retries or not retryable(error):
+                raise error
+            delay = policy.retry_wait(attempt - 1)
+            logger.info(
+                "call %s was not sent (%s); retry %d of %d in %g s",
+                name,
+                error,
+                attempt,
+                policy.retries,
+                delay,
+            )
+            await trio.sleep(delay)
+            attempt += 1
             try:
                 return await self._call_once(
                     name,
@@ -537,27 +568,13 @@ class Runtime:
                     meta,
                     timeout=timeout,
                     progress=progress,
-                    wait_ready=wait_ready,
+                    wait_ready=policy.retry_wait_ready,
                     span=span,
                     attempt=attempt,
                     tenant=tenant,
                 )
-            except (ServerDisconnected, ServerUnavailable) as exc:
-                policy = self.config.error_policy_for(name, exc.server)
-                if attempt > policy.retries or not retryable(exc):
-                    raise
-                delay = policy.retry_wait(attempt - 1)
-                logger.info(
-                    "call %s was not sent (%s); retry %d of %d in %g s",
-                    name,
-                    exc,
-                    attempt,
-                    policy.retries,
-                    delay,
-                )
-            await trio.sleep(delay)
-            attempt += 1
-            wait_ready = policy.retry_wait_ready
+            except (ServerDisconnected, ServerUnavailable) as again:
+                error = again
 
     async def _call_once(
         self,
@@ -580,14 +597,23 @@ class Runtime:
             raise
         if span is not None:
             span.target(tool.server, tool.wire_name)
-        send = functools.partial(
-            self._send_call,
-            tool,
-            omit_arguments=arguments is None,
-            timeout=timeout,
-            progress=progress,
-            wait_ready=wait_ready,
-        )
+        if not self.hooks:  # the common case: no request object, no chain
+            return await self._send_call(
+                tool, arguments, meta or None, tenant, timeout, progress, wait_ready
+            )
+
+        async def send(request: ToolCallRequest) -> CallToolResult:
+            given = request.arguments
+            return await self._send_call(
+                tool,
+                None if arguments is None and not given else given,
+                request.meta or None,
+                request.tenant,
+                timeout,
+                progress,
+                wait_ready,
+            )
+
         request = ToolCallRequest(
             name=name,
             server=tool.server,
@@ -602,25 +628,22 @@ class Runtime:
     async def _send_call(
         self,
         tool: RegisteredTool,
-        request: ToolCallRequest,
-        *,
-        omit_arguments: bool,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        tenant: Tenant | None,
         timeout: float | _UseDefault | None,
         progress: ProgressCallback | None,
         wait_ready: float | None,
     ) -> CallToolResult:
         """The request itself, after the hooks: the arguments, ``_meta`` and tenant they passed
-        on."""
+        on (None: no arguments member, no ``_meta``)."""
         try:
             self._check_open()
             session = await self._session_for(tool.server, wait_ready)
         except McpError:
             await trio.lowlevel.checkpoint()
             raise
-        tenant = request.tenant
         credentials = None if tenant is None else await self._credentials(tool.server, tenant)
-        arguments = None if omit_arguments and not request.arguments else request.arguments
-        meta = request.meta or None
         server = self._supervisors[tool.server].config
         limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
         if logger.isEnabledFor(logging.DEBUG):

@@ -952,7 +952,7 @@ class Session:
         if envelope is not None or token is not None:
             params = _with_meta(params, envelope, token)
         if TRACING:  # the current span's trace context, in _meta
-            params = with_trace_context(params)
+            params = with_trace_context(self.runtime, params)
         frame = serialize(Request(id=request_id, method=method, params=params))
         headers = (
             None

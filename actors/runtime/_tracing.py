@@ -21,6 +21,7 @@ registered name), ``trio_mcp.outcome`` and ``trio_mcp.sent``.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -53,12 +54,20 @@ TRACING: bool
 try:
     from opentelemetry import context as _context
     from opentelemetry import trace as _trace
-    from opentelemetry.trace import SpanKind, Status, StatusCode
+    from opentelemetry.trace import (
+        NoOpTracerProvider,
+        ProxyTracerProvider,
+        SpanKind,
+        Status,
+        StatusCode,
+    )
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 except ImportError:  # the otel extra is not installed: nothing is traced, nothing is sent
     TRACING = False
 else:
-    TRACING = True
+    # The API's global provider, read directly on the call path (see _may_record); an API
+    # without it (none since 1.0) is taken as not installed rather than failing every call.
+    TRACING = hasattr(_trace, "_TRACER_PROVIDER")
     _PROPAGATOR: Final = TraceContextTextMapPropagator()
 
 SCOPE: Final = "trio_mcp"
@@ -109,6 +118,26 @@ def _tracer(config: RuntimeConfig) -> Tracer:
     return tracer
 
 
+#: The environment names a global tracer provider for the API to load (read once: the API reads
+#: it when a tracer is first asked for, before any span).
+_ENV_PROVIDER: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
+def _may_record(config: RuntimeConfig | None) -> bool:
+    """Whether a span could be recorded or passed on at all: the runtime was given a tracer
+    provider, or one (an SDK's) is set globally. Without one the API's tracers make nothing but
+    invalid spans, so the call path skips them: a span, or even asking the API for its
+    provider (it reads the environment each time until one is set), costs microseconds per
+    request. ``_TRACER_PROVIDER`` is the API's global (set once by ``set_tracer_provider``);
+    read directly, the check is one attribute lookup."""
+    if config is not None and config.tracer_provider is not None:
+        return True
+    provider = _trace._TRACER_PROVIDER
+    if provider is None:
+        return _ENV_PROVIDER
+    return not isinstance(provider, ProxyTracerProvider | NoOpTracerProvider)
+
+
 def _live(span: Span) -> bool:
     """Whether a span is worth keeping: recorded, or with a context to pass on (sampled out)."""
     return span.is_recording() or span.get_span_context().is_valid
@@ -125,10 +154,16 @@ def _error_attributes(span: Span, exc: BaseException, outcome: str) -> None:
 # ---------------------------------------------------------------------------- the trace context
 
 
-def with_trace_context(params: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def with_trace_context(
+    config: RuntimeConfig, params: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
     """``params`` with the current span's W3C trace context in its ``_meta``
     (``traceparent``, and ``tracestate`` when there is one): a new object, the caller's
-    untouched. Unchanged when there is no valid current span, and for keys the caller set."""
+    untouched. Unchanged when no tracer provider is configured (``config.tracer_provider`` or a
+    global one: see :func:`_may_record`), when there is no valid current span, and for keys the
+    caller set."""
+    if not _may_record(config) or not _trace.get_current_span().get_span_context().is_valid:
+        return params  # nothing to pass on (checked first: cheaper than the propagator)
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier)
     if not carrier:
@@ -181,6 +216,8 @@ class CallSpan:
 def start_call(config: RuntimeConfig, name: str) -> CallSpan | None:
     """A span for a call of the registered tool ``name``, made current in this task; None when
     nothing would be recorded or passed on (no SDK configured)."""
+    if not _may_record(config):
+        return None
     span = _tracer(config).start_span(
         "tools/call",
         kind=SpanKind.CLIENT,
@@ -271,7 +308,7 @@ class ConnectSpan:
 def start_connect(config: RuntimeConfig, server: str, generation: int) -> ConnectSpan | None:
     """A span for connection attempt ``generation`` of ``server`` (not made current); None when
     OpenTelemetry is not installed or nothing would be recorded."""
-    if not TRACING:
+    if not TRACING or not _may_record(config):
         return None
     span = _tracer(config).start_span(
         "mcp connect",
@@ -299,7 +336,7 @@ def parent_of(attempt: ConnectSpan | None) -> Iterator[None]:
 def listing_span(config: RuntimeConfig, server: str, method: str) -> Iterator[ListingSpan | None]:
     """A span for one whole listing (every page of ``method``), current in this task while it
     runs; None (and nothing done) without OpenTelemetry or an SDK."""
-    if not TRACING:
+    if not TRACING or not _may_record(config):
         yield None
         return
     span = _tracer(config).start_span(

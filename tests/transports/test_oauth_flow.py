@@ -708,14 +708,17 @@ class Held:
 
 @asynccontextmanager
 async def running(
-    fake: FakeOAuthServer, *, prompt: AuthorizationPrompt | None = None
+    fake: FakeOAuthServer,
+    *,
+    prompt: AuthorizationPrompt | None = None,
+    store: TokenStore | None = None,
 ) -> AsyncIterator[tuple[Authorizer, trio.lowlevel.Task, trio.Nursery]]:
     """An Authorizer, the task that runs it (its actor task), and a nursery for callers (the
     actor is stopped once they are all done)."""
     signer = Authorizer(
         server="srv",
         settings=OAuthSettings(),
-        store=MemoryTokenStore(),
+        store=store if store is not None else MemoryTokenStore(),
         http=HttpParameters(url=fake.mcp_url),
         prompt=prompt,
         clock=Clock(),
@@ -820,7 +823,8 @@ async def test_a_logout_cancels_the_pending_prompt_and_fails_its_waiters() -> No
         callers.start_soon(ask, "request", lambda: post(signer, fake.mcp_url))
         await trio.testing.wait_all_tasks_blocked()
         assert waiting(signer) == (1, 1)
-        assert await signer.logout() is False  # nothing was stored: the sign-in never ended
+        # the registration was stored when it was made (no tokens yet): logout forgets it
+        assert await signer.logout() is True
         await trio.testing.wait_all_tasks_blocked()
         assert held.ended == ["cancelled"]
         status = signer.status()
@@ -933,3 +937,46 @@ async def test_what_waits_for_the_sign_in_fails_when_it_stops_instead_of_waiting
     assert held.ended == ["cancelled"]
     with pytest.raises(AuthorizationError, match="not running"):
         await signer.logout()
+
+
+async def test_a_registration_is_kept_when_the_user_never_finishes_the_sign_in() -> None:
+    # The first sign-in registers the client, then its user never comes back (the caller
+    # gives up, the process ends): the registration is in the store already, and the next
+    # sign-in (another process, the same store) uses it instead of registering again.
+    store = MemoryTokenStore()
+    held = Held()
+    async with FakeOAuthServer().serve() as fake:
+        async with running(fake, store=store) as (signer, _, callers):
+            callers.start_soon(signer.login, held)
+            await held.entered.wait()
+            (kept,) = await store.list()
+            assert kept.client is not None and kept.tokens is None
+            assert (kept.client.client_id, kept.client.source) == ("dynamic-1", "dynamic")
+            callers.cancel_scope.cancel()
+        assert held.ended == ["cancelled"]
+        async with running(fake, store=store) as (signer, _, _callers):
+            status = await signer.login(headless_sign_in)
+            assert (status.state, status.client_source) == (AuthState.SIGNED_IN, "dynamic")
+    assert fake.count("/register") == 1
+    assert httpx.URL(held.requests[0].url).params["client_id"] == "dynamic-1"
+    assert [a["client_id"] for a in fake.authorizations] == ["dynamic-1"]
+    assert [t["client_id"] for t in fake.token_requests] == ["dynamic-1"]
+
+
+async def test_an_abandoned_sign_in_with_a_new_registration_keeps_the_stored_sign_in() -> None:
+    # Signed in; a new sign-in at another redirect URI needs a new registration; the user
+    # never finishes it: the stored tokens (and their client) are still there, unchanged.
+    store = MemoryTokenStore()
+    held = Held()
+    async with FakeOAuthServer().serve() as fake:
+        async with running(fake, store=store) as (signer, _, callers):
+            await signer.login(headless_sign_in, redirect_uri="http://127.0.0.1:5/cb")
+            (before,) = await store.list()
+            callers.start_soon(lambda: signer.login(held, redirect_uri="http://127.0.0.1:6/cb"))
+            await held.entered.wait()
+            assert httpx.URL(held.requests[0].url).params["client_id"] != "dynamic-1"
+            assert await store.list() == (before,)
+            callers.cancel_scope.cancel()
+    assert before.client is not None and before.client.client_id == "dynamic-1"
+    assert before.tokens is not None
+    assert fake.count("/register") == 2

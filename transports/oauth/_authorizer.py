@@ -896,6 +896,13 @@ class Authorizer:
             )
         record = await self._register(metadata, redirect_uri)
         credential = attrs.evolve(credential, client=record, tokens=None)
+        if stored is None or stored.tokens is None:
+            # Kept at once, so that a sign-in the user never finishes (a closed window, a
+            # logout, the process ending) does not cost a registration each time. Stored
+            # tokens of the client this one replaces are left until the new sign-in ends:
+            # abandoning it must not sign the user out.
+            await self._store.save(credential)
+            credential = await self._store.load(key) or credential
         return credential, record
 
     def _still_usable(self, record: ClientRecord, redirect_uri: str | None) -> bool:
@@ -1204,10 +1211,6 @@ class Authorizer:
             code_challenge=challenge,
             resource=self._resource,
         )
-        if record.source == "dynamic" and credential.client != record:
-            # Keep the registration even if the user never finishes.
-            await self._store.save(attrs.evolve(credential, client=record))
-            credential = await self._store.load(credential.key) or credential
         request = AuthorizationRequest(
             server=self._server,
             url=url,

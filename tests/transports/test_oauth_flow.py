@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -708,19 +708,23 @@ class Held:
 
 @asynccontextmanager
 async def running(
-    fake: FakeOAuthServer, *, prompt: AuthorizationPrompt | None = None
+    fake: FakeOAuthServer,
+    *,
+    prompt: AuthorizationPrompt | None = None,
+    store: TokenStore | None = None,
+    deadline: float = 20,
 ) -> AsyncIterator[tuple[Authorizer, trio.lowlevel.Task, trio.Nursery]]:
     """An Authorizer, the task that runs it (its actor task), and a nursery for callers (the
-    actor is stopped once they are all done)."""
+    actor is stopped once they are all done); all within ``deadline`` seconds."""
     signer = Authorizer(
         server="srv",
         settings=OAuthSettings(),
-        store=MemoryTokenStore(),
+        store=store if store is not None else MemoryTokenStore(),
         http=HttpParameters(url=fake.mcp_url),
         prompt=prompt,
         clock=Clock(),
     )
-    with trio.fail_after(20):
+    with trio.fail_after(deadline):
         async with trio.open_nursery() as actor:
             await actor.start(signer.run)
             (task,) = actor.child_tasks
@@ -820,7 +824,8 @@ async def test_a_logout_cancels_the_pending_prompt_and_fails_its_waiters() -> No
         callers.start_soon(ask, "request", lambda: post(signer, fake.mcp_url))
         await trio.testing.wait_all_tasks_blocked()
         assert waiting(signer) == (1, 1)
-        assert await signer.logout() is False  # nothing was stored: the sign-in never ended
+        # the registration was stored when it was made (no tokens yet): logout forgets it
+        assert await signer.logout() is True
         await trio.testing.wait_all_tasks_blocked()
         assert held.ended == ["cancelled"]
         status = signer.status()
@@ -933,3 +938,293 @@ async def test_what_waits_for_the_sign_in_fails_when_it_stops_instead_of_waiting
     assert held.ended == ["cancelled"]
     with pytest.raises(AuthorizationError, match="not running"):
         await signer.logout()
+
+
+async def test_a_registration_is_kept_when_the_user_never_finishes_the_sign_in() -> None:
+    # The first sign-in registers the client, then its user never comes back (the caller
+    # gives up, the process ends): the registration is in the store already, and the next
+    # sign-in (another process, the same store) uses it instead of registering again.
+    store = MemoryTokenStore()
+    held = Held()
+    async with FakeOAuthServer().serve() as fake:
+        async with running(fake, store=store) as (signer, _, callers):
+            callers.start_soon(signer.login, held)
+            await held.entered.wait()
+            (kept,) = await store.list()
+            assert kept.client is not None and kept.tokens is None
+            assert (kept.client.client_id, kept.client.source) == ("dynamic-1", "dynamic")
+            callers.cancel_scope.cancel()
+        assert held.ended == ["cancelled"]
+        async with running(fake, store=store) as (signer, _, _callers):
+            status = await signer.login(headless_sign_in)
+            assert (status.state, status.client_source) == (AuthState.SIGNED_IN, "dynamic")
+    assert fake.count("/register") == 1
+    assert httpx.URL(held.requests[0].url).params["client_id"] == "dynamic-1"
+    assert [a["client_id"] for a in fake.authorizations] == ["dynamic-1"]
+    assert [t["client_id"] for t in fake.token_requests] == ["dynamic-1"]
+
+
+async def test_an_abandoned_sign_in_with_a_new_registration_keeps_the_stored_sign_in() -> None:
+    # Signed in; a new sign-in at another redirect URI needs a new registration; the user
+    # never finishes it: the stored tokens (and their client) are still there, unchanged.
+    store = MemoryTokenStore()
+    held = Held()
+    async with (
+        FakeOAuthServer().serve() as fake,
+        running(fake, store=store) as (signer, _, callers),
+    ):
+        await signer.login(headless_sign_in, redirect_uri="http://127.0.0.1:5/cb")
+        (before,) = await store.list()
+        callers.start_soon(lambda: signer.login(held, redirect_uri="http://127.0.0.1:6/cb"))
+        await held.entered.wait()
+        assert httpx.URL(held.requests[0].url).params["client_id"] != "dynamic-1"
+        assert await store.list() == (before,)
+        callers.cancel_scope.cancel()
+    assert before.client is not None and before.client.client_id == "dynamic-1"
+    assert before.tokens is not None
+    assert fake.count("/register") == 2
+
+
+# --------------------------------------------------------------------------- the device flow's task
+
+
+class Shown:
+    """A host device prompt: records each device authorization, the task that showed it, and
+    returns at once (or raises, with ``fails``)."""
+
+    def __init__(self, *, fails: bool = False) -> None:
+        self.entered = trio.Event()
+        self.fails = fails
+        self.devices: list[DeviceAuthorization] = []
+        self.tasks: list[trio.lowlevel.Task] = []
+
+    async def __call__(self, device: DeviceAuthorization) -> None:
+        self.devices.append(device)
+        self.tasks.append(trio.lowlevel.current_task())
+        self.entered.set()
+        await trio.lowlevel.checkpoint()
+        if self.fails:
+            raise RuntimeError("the screen is off")
+
+
+def device_polls(fake: FakeOAuthServer, errors: Sequence[str] = ()) -> list[float]:
+    """Answer the device code token requests with these OAuth ``errors`` in turn, then as the
+    fake does (``authorization_pending`` ``device_pending`` times, then a token); returns the
+    list that gets the trio time of each of those requests."""
+    assert fake.authorization_server is not None
+    server, inner = fake.authorization_server, fake.authorization_server.handler
+    queue, times = list(errors), []
+
+    async def handle(request: Any, reply: Any) -> None:
+        if request.method == "POST" and request.path == "/token":
+            form = request.form()
+            if form.get("grant_type") == "urn:ietf:params:oauth:grant-type:device_code":
+                times.append(trio.current_time())
+                if queue:
+                    fake.token_requests.append(form)
+                    await reply.json({"error": queue.pop(0)}, status=400)
+                    return
+        await inner(request, reply)
+
+    server.handler = handle
+    return times
+
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+
+
+async def test_while_the_device_flow_polls_status_and_a_valid_token_are_served_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuthServer(device=True, device_pending=2)
+    shown = Shown()
+    results: list[Any] = []
+
+    async def login_device() -> None:
+        results.append(await signer.login_device(shown))
+
+    async with fake.serve(), running(fake, deadline=600) as (signer, actor, callers):
+        assert (await signer.login(headless_sign_in)).state is AuthState.SIGNED_IN
+        polls = device_polls(fake)
+        start = trio.current_time()
+        callers.start_soon(login_device)
+        await shown.entered.wait()
+        # The host's device prompt and the polling run in a task the actor started.
+        (showing,) = shown.tasks
+        assert showing is not actor
+        assert showing.parent_nursery is not None
+        assert showing.parent_nursery.parent_task is actor
+        # While the device flow waits for the user, the actor answers at once: the status
+        # (which says a sign-in waits) and a request with the token it holds.
+        status = signer.status()
+        assert (status.state, status.issuer) == (AuthState.SIGNED_IN, fake.issuer)
+        assert status.reason == f"a sign-in at {fake.issuer} is waiting for the user"
+        assert (await post(signer, fake.mcp_url)).status_code == 200
+        assert trio.current_time() == start
+        assert polls == [] and results == []
+    # three polls, 5 s apart (two authorization_pending, then the token)
+    assert polls == [start + 5, start + 10, start + 15]
+    (status,) = results
+    assert (status.state, status.reason) == (AuthState.SIGNED_IN, None)
+    assert [t["grant_type"] for t in fake.token_requests] == ["authorization_code"] + [
+        DEVICE_GRANT
+    ] * 3
+    assert shown.devices[0].expires_at == start + 600
+
+
+async def test_a_logout_cancels_the_device_polling(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuthServer(device=True, device_pending=10_000)
+    shown = Shown()
+    outcomes: list[str] = []
+
+    async def login_device() -> None:
+        try:
+            await signer.login_device(shown)
+        except AuthorizationRequired as exc:
+            outcomes.append(f"{trio.current_time() - start}: {exc}")
+
+    async with fake.serve(), running(fake, deadline=600) as (signer, _, callers):
+        polls = device_polls(fake)
+        start = trio.current_time()
+        callers.start_soon(login_device)
+        await shown.entered.wait()
+        await trio.sleep(12)
+        assert await signer.logout() is True  # the registration the device flow made
+        assert trio.current_time() == start + 12
+        assert signer._pending is None
+        status = signer.status()
+        assert (status.state, status.reason) == (AuthState.SIGNED_OUT, None)
+        await trio.sleep(60)
+    assert polls == [start + 5, start + 10]  # none after the logout
+    assert outcomes == [
+        "12.0: the user signed out of 'srv' while its sign-in was waiting for them: the "
+        "sign-in was cancelled; to sign in again, run: trio-mcp login srv"
+    ]
+
+
+async def test_slow_down_adds_5_s_to_the_interval_and_requests_wait_for_the_device_flow(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuthServer(device=True)
+    shown = Shown()
+    codes: list[tuple[int, float]] = []
+
+    async def request() -> None:
+        response = await post(signer, fake.mcp_url)
+        codes.append((response.status_code, trio.current_time() - start))
+
+    async with fake.serve(), running(fake, deadline=600) as (signer, _, callers):
+        polls = device_polls(fake, ["slow_down", "authorization_pending", "slow_down"])
+        start = trio.current_time()
+        callers.start_soon(signer.login_device, shown)
+        await shown.entered.wait()
+        # no token yet: a request waits for the device sign-in (nothing sent without it)
+        callers.start_soon(request)
+        await trio.testing.wait_all_tasks_blocked()
+        assert waiting(signer) == (1, 1)
+        assert fake.resource_requests == []
+    # 5 s, then 10 s after the slow_down, 10 s again, then 15 s after the second slow_down
+    assert [t - start for t in polls] == [5.0, 15.0, 25.0, 40.0]
+    assert codes == [(200, 40.0)]
+    assert signer.status().state is AuthState.SIGNED_IN
+
+
+@pytest.mark.parametrize(
+    ("errors", "pending", "code", "message", "last_poll"),
+    [
+        (
+            ["authorization_pending", "access_denied"],
+            0,
+            "access_denied",
+            "the sign-in of 'srv' was refused: the user denied it at the authorization server "
+            "(access_denied); to try again, run: trio-mcp login srv",
+            10.0,
+        ),
+        (
+            ["expired_token"],
+            0,
+            "expired_token",
+            "the device code of 'srv' expired before the sign-in was approved; to try again, "
+            "run: trio-mcp login srv",
+            5.0,
+        ),
+        (
+            [],
+            10_000,
+            "expired_token",
+            "the device code of 'srv' expired before the sign-in was approved; to try again, "
+            "run: trio-mcp login srv",
+            600.0,
+        ),
+    ],
+)
+async def test_a_refused_or_expired_device_code_fails_the_login_not_the_actor(
+    autojump_clock: trio.testing.MockClock,
+    errors: list[str],
+    pending: int,
+    code: str,
+    message: str,
+    last_poll: float,
+) -> None:
+    fake = FakeOAuthServer(device=True, device_pending=pending)
+    async with fake.serve(), running(fake, deadline=3600) as (signer, _, _callers):
+        polls = device_polls(fake, errors)
+        start = trio.current_time()
+        with pytest.raises(OAuthFlowError) as caught:
+            await signer.login_device(Shown())
+        assert (caught.value.error, str(caught.value)) == (code, message)
+        assert polls[-1] - start == last_poll
+        assert trio.current_time() - start == last_poll + (5 if pending else 0)
+        assert signer._pending is None
+        assert signer.status().state is AuthState.SIGNED_OUT
+        # the actor goes on: a browser sign-in works
+        assert (await signer.login(headless_sign_in)).state is AuthState.SIGNED_IN
+
+
+async def test_the_actors_end_fails_the_device_login_and_stops_the_polling(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuthServer(device=True, device_pending=10_000)
+    shown = Shown()
+    outcomes: list[str] = []
+
+    async def login_device() -> None:
+        try:
+            await signer.login_device(shown)
+        except AuthorizationError as exc:
+            outcomes.append(str(exc))
+
+    async with fake.serve(), trio.open_nursery() as callers:
+        polls = device_polls(fake)
+        signer = Authorizer(
+            server="srv",
+            settings=OAuthSettings(),
+            store=MemoryTokenStore(),
+            http=HttpParameters(url=fake.mcp_url),
+        )
+        start = trio.current_time()
+        async with trio.open_nursery() as actor:
+            await actor.start(signer.run)
+            callers.start_soon(login_device)
+            await shown.entered.wait()
+            await trio.sleep(7)
+            actor.cancel_scope.cancel()
+        await trio.sleep(60)
+    assert outcomes == ["the sign-in of 'srv' has stopped"]
+    assert polls == [start + 5]
+
+
+async def test_a_device_prompt_that_raises_fails_the_login_and_nothing_is_polled(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeOAuthServer(device=True)
+    async with fake.serve(), running(fake, deadline=600) as (signer, _, _callers):
+        polls = device_polls(fake)
+        with pytest.raises(OAuthFlowError) as caught:
+            await signer.login_device(Shown(fails=True))
+        assert str(caught.value) == "the sign-in of 'srv' failed: RuntimeError"
+        assert isinstance(caught.value.__cause__, RuntimeError)
+        await trio.sleep(60)
+        assert polls == [] and signer._pending is None

@@ -9,22 +9,28 @@ are answered one at a time, so however many requests find the token expired, one
 runs; across processes the store's ``lock`` does the same (after taking it the credential is
 reloaded: a newer revision that another process saved is used as it is).
 
-A browser sign-in is the one exchange that waits for a person, through the host's prompt (host
-code that may take minutes). The actor prepares it (discovery, registration, the PKCE verifier,
-``state``, the URL), starts the prompt in a task of its own (a child of :meth:`Authorizer.run`),
-keeps the pending sign-in in its state and goes on serving its mailbox: ``status()``, requests
-that have a valid token, a logout. The prompt's answer (or what it raised) comes back as a
-message; the actor checks the redirect, exchanges the code, stores the tokens and answers
-everyone who waits for that sign-in at once (or fails them all). One sign-in at a time: a
-login, or a request that needs the sign-in, while one is pending waits for it (a second
-login's own prompt is not called). A logout cancels the pending prompt (its waiters get
-:class:`AuthorizationRequired`), and the actor's end fails them.
+Two sign-ins wait for a person: a browser sign-in, through the host's prompt (host code that
+may take minutes), and a device sign-in (RFC 8628), whose code the host shows and whose token
+endpoint is polled until the user approves (minutes too). The actor prepares either (discovery,
+registration; the PKCE verifier, ``state`` and URL, or the device code), starts the waiting in a
+task of its own (a child of :meth:`Authorizer.run`: the prompt, or the device prompt and the
+polling), keeps the pending sign-in in its state and goes on serving its mailbox: ``status()``,
+requests that have a valid token, a logout. That task's outcome (the redirect, the token
+response, or what was raised) comes back as a message; the actor checks it (for a redirect,
+exchanges the code), stores the tokens and answers everyone who waits for that sign-in at once
+(or fails them all). The polling task owns no state: it sends only the device code token
+requests the actor would send, through the actor's HTTP client, and hands the checked token
+response back; the actor stores it. One sign-in at a time: a login, or a request that needs
+the sign-in, while one is pending waits for it (a second login's own prompt is not called). A
+logout cancels the pending sign-in's task (its waiters get :class:`AuthorizationRequired`), and
+the actor's end fails them.
 
 The rules that need no I/O are in :mod:`trio_mcp.protocol` (``_oauth``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -105,6 +111,8 @@ _MAX_UNAUTHORIZED: Final = 2
 #: The longest DPoP nonce kept (a server's nonce is short; a longer one is cut, never stored whole).
 _MAX_NONCE: Final = 1024
 _MAILBOX: Final = 32
+#: The shortest wait between two polls of a device sign-in, whatever the server says.
+_MIN_DEVICE_INTERVAL: Final = 1.0
 
 
 class RefreshUnreachable(ConnectError):
@@ -210,7 +218,28 @@ class _PromptAnswered:
     error: Exception | None = None
 
 
-_Message = _Need | _Challenged | _Login | _LoginDevice | _Logout | _NonceSeen | _PromptAnswered
+@attrs.frozen(kw_only=True)
+class _DeviceAnswered:
+    """The device sign-in ``number``'s task ended: the token endpoint's answer to a poll
+    (``tokens``), or what ended it (``error``: the device code was refused or expired, the
+    token endpoint failed, the host's device prompt raised). No reply: the actor stores the
+    tokens and resolves the sign-in's waiters."""
+
+    number: int
+    tokens: TokenResponse | None = attrs.field(default=None, repr=False)
+    error: Exception | None = None
+
+
+_Message = (
+    _Need
+    | _Challenged
+    | _Login
+    | _LoginDevice
+    | _Logout
+    | _NonceSeen
+    | _PromptAnswered
+    | _DeviceAnswered
+)
 
 
 @attrs.frozen
@@ -222,20 +251,16 @@ _WAIT: Final = _Wait()
 
 
 @attrs.define(eq=False, kw_only=True)
-class _PendingSignIn:
-    """A browser sign-in whose prompt is waiting for the user, in a task of its own: what the
-    actor needs to finish it when the answer comes back, and who waits for it."""
+class _Pending:
+    """A sign-in waiting for the user, whose waiting runs in a task of its own: what the actor
+    needs to finish it when that task's answer comes back, and who waits for it."""
 
     number: int
     metadata: AuthorizationServerMetadata
     credential: Credential = attrs.field(repr=False)
     record: ClientRecord = attrs.field(repr=False)
-    redirect_uri: str
     scopes: tuple[str, ...]
-    resource: str
-    state: str = attrs.field(repr=False)
-    verifier: str = attrs.field(repr=False)
-    #: Cancels the prompt's task (a logout).
+    #: Cancels the sign-in's task (a logout, the actor's end).
     scope: trio.CancelScope = attrs.field(repr=False)
     #: Token requests (``_Need``, ``_Challenged``): answered with the new grant.
     for_grant: list[_Waiter] = attrs.field(factory=list, repr=False)
@@ -251,6 +276,109 @@ class _PendingSignIn:
 
     def waiters(self) -> list[_Waiter]:
         return [*self.for_grant, *self.for_status]
+
+
+@attrs.define(eq=False, kw_only=True)
+class _PendingSignIn(_Pending):
+    """A browser sign-in: the host's prompt waits for the user (the redirect holds the code)."""
+
+    redirect_uri: str
+    resource: str
+    state: str = attrs.field(repr=False)
+    verifier: str = attrs.field(repr=False)
+
+
+@attrs.define(eq=False, kw_only=True)
+class _PendingDevice(_Pending):
+    """A device sign-in (RFC 8628): its task shows the code and polls the token endpoint."""
+
+    dpop: DPoPKey | None = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True)
+class _DevicePoll:
+    """The polling of a device sign-in (RFC 8628 §3.4, §3.5), run by the sign-in's own task.
+
+    Fixed when the actor starts that task, and it owns no state of the actor: it sends the
+    same token requests the actor would send, through the actor's HTTP client (its TLS,
+    proxy and timeouts; ``httpx.AsyncClient`` serves several tasks), builds each one from
+    these values (a fresh client authentication each time: a ``private_key_jwt`` assertion is
+    used once) and returns the first token response, checked by the sans-IO parser, for the
+    actor to store. A DPoP nonce the token endpoint hands out is used for the next poll and
+    told to the actor (``tell``), as a request's is."""
+
+    server: str
+    client: httpx.AsyncClient = attrs.field(repr=False)
+    url: str
+    device_code: str = attrs.field(repr=False)
+    resource: str
+    authenticate: Callable[[], ClientAuth] = attrs.field(repr=False)
+    dpop: DPoPKey | None = attrs.field(repr=False)
+    nonce: str | None = attrs.field(repr=False)
+    clock: Callable[[], float]
+    #: Seconds between polls (the server's, at least :data:`_MIN_DEVICE_INTERVAL`).
+    interval: float
+    #: When the device code expires (trio clock).
+    expires_at: float
+    hint: str
+
+    async def run(self, tell: Callable[[_NonceSeen], None]) -> TokenResponse:
+        interval, nonce = self.interval, self.nonce
+        while True:
+            await trio.sleep(interval)
+            if trio.current_time() > self.expires_at:
+                raise self._expired()
+            request = token_request(
+                self.url,
+                DEVICE_CODE_GRANT,
+                self.authenticate(),
+                scopes=(),
+                resource=self.resource,
+                device_code=self.device_code,
+            )
+            headers = dict(request.headers)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["Accept"] = "application/json"
+            if self.dpop is not None:
+                headers["DPoP"] = self.dpop.proof(method="POST", url=self.url, nonce=nonce)
+            status, body, answer_headers = await _send(
+                self.client, self.server, "POST", self.url, headers=headers, content=request.body()
+            )
+            seen = answer_headers.get("dpop-nonce")
+            if seen:
+                nonce = seen[:_MAX_NONCE]
+                tell(_NonceSeen(origin=origin_of(self.url), nonce=nonce))
+            try:
+                return parse_token_response(
+                    status, body, now=self.clock(), what=f"the token endpoint {self.url}"
+                )
+            except OAuthFlowError as exc:
+                if exc.error == "slow_down":
+                    interval += 5.0
+                elif exc.error == "expired_token":
+                    raise self._expired() from exc
+                elif exc.error == "access_denied":
+                    raise OAuthFlowError(
+                        f"the sign-in of {self.server!r} was refused: the user denied it at the "
+                        f"authorization server (access_denied); to try again, run: {self.hint}",
+                        server=self.server,
+                        error="access_denied",
+                    ) from exc
+                elif not (
+                    exc.error == "authorization_pending"
+                    # a new DPoP nonce: the next poll carries it
+                    or (exc.error == "use_dpop_nonce" and self.dpop is not None and seen)
+                ):
+                    exc.server = self.server
+                    raise
+
+    def _expired(self) -> OAuthFlowError:
+        return OAuthFlowError(
+            f"the device code of {self.server!r} expired before the sign-in was approved; to "
+            f"try again, run: {self.hint}",
+            server=self.server,
+            error="expired_token",
+        )
 
 
 # --------------------------------------------------------------------------- the auth flow
@@ -324,6 +452,36 @@ def _wants_nonce(challenges: Sequence[Challenge]) -> bool:
     return any(c.scheme == "dpop" and c.error == "use_dpop_nonce" for c in challenges)
 
 
+async def _send(
+    client: httpx.AsyncClient,
+    server: str,
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    content: bytes | None = None,
+) -> tuple[int, bytes, httpx.Headers]:
+    """One request to the authorization server; the body read up to the cap."""
+    request = client.build_request(method, url, headers=headers, content=content)
+    response = await client.send(request, stream=True)
+    chunks: list[bytes] = []
+    size = 0
+
+    async def take(chunk: bytes) -> bool:
+        nonlocal size
+        size += len(chunk)
+        chunks.append(chunk)
+        return size <= MAX_OAUTH_BODY_BYTES
+
+    if not await consume(response, take):
+        raise OAuthMetadataError(
+            f"the answer of {url} is larger than {MAX_OAUTH_BODY_BYTES} bytes: refused",
+            server=server,
+            url=url,
+        )
+    return response.status_code, b"".join(chunks), response.headers
+
+
 # --------------------------------------------------------------------------- the actor
 
 
@@ -379,7 +537,7 @@ class Authorizer:
         #: Where the host's prompts run (each in a task of its own), while :meth:`run` runs.
         self._prompts: trio.Nursery | None = None
         #: The browser sign-in waiting for the user (at most one at a time).
-        self._pending: _PendingSignIn | None = None
+        self._pending: _Pending | None = None
         self._sign_ins = 0
         #: What was last published, before the pending sign-in's note is added.
         self._reason: str | None = None
@@ -454,6 +612,11 @@ class Authorizer:
     async def login_device(
         self, show: DevicePrompt, *, scopes: Sequence[str] | None = None
     ) -> AuthStatus:
+        """See :meth:`~trio_mcp.transports.oauth.SignIn.login_device`. ``show`` and the polling
+        (at the server's interval, 5 s more after each ``slow_down``, until the code expires)
+        run in a task of the actor's nursery; meanwhile the actor serves everyone else. As for
+        :meth:`login`, one sign-in at a time (a pending one is joined) and a logout cancels
+        it."""
         result = await self._ask(
             lambda reply: _LoginDevice(
                 show=show, scopes=tuple(scopes) if scopes is not None else None, reply=reply
@@ -507,6 +670,9 @@ class Authorizer:
             case _PromptAnswered():
                 await self._finish_sign_in(message)
                 return
+            case _DeviceAnswered():
+                await self._finish_device(message)
+                return
         try:
             match message:
                 case _Need(reply=reply):
@@ -521,7 +687,12 @@ class Authorizer:
                     else:
                         reply.set(result)
                 case _LoginDevice(show=show, scopes=scopes, reply=reply):
-                    reply.set(await self._login_device(show, scopes))
+                    result = await self._login_device(show, scopes)
+                    if isinstance(result, _Wait):
+                        assert self._pending is not None
+                        self._pending.join(reply, status=True)
+                    else:
+                        reply.set(result)
                 case _Logout(reply=reply):
                     reply.set(await self._logout())
         except Exception as exc:  # a device prompt of the host, or the flow: this one fails
@@ -573,7 +744,7 @@ class Authorizer:
         waiters = [
             message.reply
             for message in pending
-            if not isinstance(message, _NonceSeen | _PromptAnswered)
+            if not isinstance(message, _NonceSeen | _PromptAnswered | _DeviceAnswered)
         ]
         if self._pending is not None:
             self._pending.scope.cancel()
@@ -828,24 +999,7 @@ class Authorizer:
         """One request to the authorization server; the body read up to the cap."""
         client = self._client
         assert client is not None
-        request = client.build_request(method, url, headers=headers, content=content)
-        response = await client.send(request, stream=True)
-        chunks: list[bytes] = []
-        size = 0
-
-        async def take(chunk: bytes) -> bool:
-            nonlocal size
-            size += len(chunk)
-            chunks.append(chunk)
-            return size <= MAX_OAUTH_BODY_BYTES
-
-        if not await consume(response, take):
-            raise OAuthMetadataError(
-                f"the answer of {url} is larger than {MAX_OAUTH_BODY_BYTES} bytes: refused",
-                server=self._server,
-                url=url,
-            )
-        return response.status_code, b"".join(chunks), response.headers
+        return await _send(client, self._server, method, url, headers=headers, content=content)
 
     # ------------------------------------------------------------------ clients
 
@@ -896,6 +1050,13 @@ class Authorizer:
             )
         record = await self._register(metadata, redirect_uri)
         credential = attrs.evolve(credential, client=record, tokens=None)
+        if stored is None or stored.tokens is None:
+            # Kept at once, so that a sign-in the user never finishes (a closed window, a
+            # logout, the process ending) does not cost a registration each time. Stored
+            # tokens of the client this one replaces are left until the new sign-in ends:
+            # abandoning it must not sign the user out.
+            await self._store.save(credential)
+            credential = await self._store.load(key) or credential
         return credential, record
 
     def _still_usable(self, record: ClientRecord, redirect_uri: str | None) -> bool:
@@ -1204,10 +1365,6 @@ class Authorizer:
             code_challenge=challenge,
             resource=self._resource,
         )
-        if record.source == "dynamic" and credential.client != record:
-            # Keep the registration even if the user never finishes.
-            await self._store.save(attrs.evolve(credential, client=record))
-            credential = await self._store.load(credential.key) or credential
         request = AuthorizationRequest(
             server=self._server,
             url=url,
@@ -1264,7 +1421,7 @@ class Authorizer:
         """The prompt of the pending sign-in answered: check the redirect, exchange the code,
         store the tokens, then resolve every waiter at once (or fail them all)."""
         pending = self._pending
-        if pending is None or pending.number != answered.number:
+        if not isinstance(pending, _PendingSignIn) or pending.number != answered.number:
             return  # a sign-in cancelled meanwhile (a logout)
         error: McpError | None = None
         if answered.error is not None:
@@ -1274,6 +1431,11 @@ class Authorizer:
                 await self._exchange_code(pending, answered.answer)
             except Exception as exc:  # the authorization server's answer, the network
                 error = self._failure(exc)
+        self._settle(pending, error)
+
+    def _settle(self, pending: _Pending, error: McpError | None) -> None:
+        """The pending sign-in ended: answer everyone who waited for it, at once (the new
+        grant for requests, the status for logins), or fail them all with ``error``."""
         self._pending = None
         self._republish()
         if error is not None:
@@ -1339,7 +1501,8 @@ class Authorizer:
         logger.info("%s: signed in at %s", self._server, metadata.issuer)
 
     def _cancel_sign_in(self) -> None:
-        """A logout: the pending sign-in's prompt is cancelled, its waiters fail."""
+        """A logout: the pending sign-in's task (the prompt, or the device flow's polling) is
+        cancelled, its waiters fail."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
@@ -1401,7 +1564,15 @@ class Authorizer:
             return self._status
         return await self._begin_sign_in(metadata, prompt, redirect_uri, scopes)
 
-    async def _login_device(self, show: DevicePrompt, scopes: tuple[str, ...] | None) -> AuthStatus:
+    async def _login_device(
+        self, show: DevicePrompt, scopes: tuple[str, ...] | None
+    ) -> AuthStatus | _Wait:
+        """Start the device authorization grant (RFC 8628): the client and the device code
+        here; showing the code (host code) and polling the token endpoint (for minutes) in a
+        task of its own, whose outcome comes back as :class:`_DeviceAnswered`. The asker
+        joins the sign-in's waiters (one sign-in at a time: a pending one is joined)."""
+        if self._pending is not None:
+            return _WAIT
         await self._load()
         metadata = await self._discover(None)
         endpoint = metadata.device_authorization_endpoint
@@ -1425,48 +1596,98 @@ class Authorizer:
         device = parse_device_authorization(
             status, answer, url=endpoint, allow_http=self._allow_http
         )
-        deadline = trio.current_time() + device.expires_in
-        await show(
-            DeviceAuthorization(
-                server=self._server,
-                verification_uri=device.verification_uri,
-                user_code=device.user_code,
-                verification_uri_complete=device.verification_uri_complete,
-                expires_at=deadline,
-                interval=device.interval,
-            )
-        )
-        interval = device.interval
+        interval = max(device.interval, _MIN_DEVICE_INTERVAL)
+        expires_at = trio.current_time() + device.expires_in
         dpop = self._dpop_key(credential)
-        tokens: TokenResponse | None = None
-        while tokens is None:
-            await trio.sleep(interval)
-            if trio.current_time() > deadline:
-                raise OAuthFlowError(
-                    "the device code expired before the sign-in was approved: try again",
-                    server=self._server,
-                    error="expired_token",
-                )
+        client, prompts = self._client, self._prompts
+        assert client is not None
+        assert prompts is not None
+        poll = _DevicePoll(
+            server=self._server,
+            client=client,
+            url=metadata.token_endpoint,
+            device_code=device.device_code,
+            resource=self._resource,
+            authenticate=functools.partial(self._client_auth, record, metadata),
+            dpop=dpop,
+            nonce=self._nonces.get(origin_of(metadata.token_endpoint)),
+            clock=self._clock,
+            interval=interval,
+            expires_at=expires_at,
+            hint=self._hint,
+        )
+        shown = DeviceAuthorization(
+            server=self._server,
+            verification_uri=device.verification_uri,
+            user_code=device.user_code,
+            verification_uri_complete=device.verification_uri_complete,
+            expires_at=expires_at,
+            interval=interval,
+        )
+        self._sign_ins += 1
+        pending = _PendingDevice(
+            number=self._sign_ins,
+            metadata=metadata,
+            credential=credential,
+            record=record,
+            scopes=chosen,
+            scope=trio.CancelScope(),
+            dpop=dpop,
+        )
+        self._pending = pending
+        prompts.start_soon(self._run_device, pending.number, show, shown, poll, pending.scope)
+        self._republish()
+        logger.info("%s: a device sign-in at %s waits for the user", self._server, metadata.issuer)
+        return _WAIT
+
+    async def _run_device(
+        self,
+        number: int,
+        show: DevicePrompt,
+        shown: DeviceAuthorization,
+        poll: _DevicePoll,
+        scope: trio.CancelScope,
+    ) -> None:
+        """The device sign-in's task (a child of the actor's): the host's ``show``, then the
+        polling; the token response, or what ended it, goes back through the mailbox.
+        Cancelled (a logout, the actor's end): nothing is sent, the actor has already failed
+        the sign-in's waiters."""
+        answered: _DeviceAnswered | None = None
+        with scope:
             try:
-                tokens = await self._token(
-                    metadata,
-                    record,
-                    DEVICE_CODE_GRANT,
-                    scopes=(),
-                    dpop=dpop,
-                    device_code=device.device_code,
-                )
-            except OAuthFlowError as exc:
-                if exc.error == "authorization_pending":
-                    continue
-                if exc.error == "slow_down":
-                    interval += 5.0
-                    continue
-                raise
-        if not tokens.scopes and chosen:
-            tokens = attrs.evolve(tokens, scopes=chosen)
-        await self._store_tokens(credential, record, tokens, dpop)
-        return self._status
+                await show(shown)
+                answered = _DeviceAnswered(number=number, tokens=await poll.run(self._tell))
+            except Exception as exc:  # the host's prompt, the token endpoint, the network
+                answered = _DeviceAnswered(number=number, error=exc)
+        if answered is None:
+            return
+        try:
+            await self._send.send(answered)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # the actor has ended: it failed the waiters
+
+    async def _finish_device(self, answered: _DeviceAnswered) -> None:
+        """The device sign-in's task ended: store the tokens, then resolve every waiter at
+        once (or fail them all)."""
+        pending = self._pending
+        if not isinstance(pending, _PendingDevice) or pending.number != answered.number:
+            return  # a sign-in cancelled meanwhile (a logout)
+        error: McpError | None = None
+        if answered.error is not None:
+            error = self._failure(answered.error)
+        else:
+            tokens = answered.tokens
+            assert tokens is not None
+            if not tokens.scopes and pending.scopes:
+                tokens = attrs.evolve(tokens, scopes=pending.scopes)
+            try:
+                stored = await self._store.load(pending.credential.key)
+                credential = stored if stored is not None else pending.credential
+                await self._store_tokens(credential, pending.record, tokens, pending.dpop)
+                logger.info("%s: signed in at %s (device)", self._server, pending.metadata.issuer)
+            except Exception as exc:  # the store
+                error = self._failure(exc)
+        self._settle(pending, error)
 
     async def _logout(self) -> bool:
         self._cancel_sign_in()

@@ -245,8 +245,9 @@ def write_json_atomically(
     """Write ``document`` as JSON to ``path`` atomically: a temporary file in the same
     directory, flushed and fsynced, renamed over ``path`` (a symbolic link is followed: its
     target is replaced), then the directory fsynced. An existing file keeps its permissions; a
-    new one is ``0600`` in a ``0700`` directory when ``private``, else ``0644`` less the
-    umask."""
+    new one is ``0600`` in a ``0700`` directory when ``private``, else ``0644`` (a project
+    file, meant to be shared; the umask is not read: that would change it process-wide for a
+    moment, a race with any thread creating files meanwhile)."""
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if private else 0o777)
     text = json.dumps(document, indent=indent, ensure_ascii=False) + "\n"
@@ -255,9 +256,7 @@ def write_json_atomically(
     elif private:
         mode = 0o600
     else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o644 & ~umask
+        mode = 0o644
     write_atomically(target, text.encode("utf-8"), mode=mode)
 
 

@@ -1228,3 +1228,32 @@ async def test_a_device_prompt_that_raises_fails_the_login_and_nothing_is_polled
         assert isinstance(caught.value.__cause__, RuntimeError)
         await trio.sleep(60)
         assert polls == [] and signer._pending is None
+
+
+async def test_a_device_poll_that_does_not_get_through_backs_off_and_polls_again(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # RFC 8628 §3.5: the token endpoint drops two polls (the connection closes without an
+    # answer): the interval doubles each time (5 -> 10 -> 20 s) and the sign-in goes on.
+    fake = FakeOAuthServer(device=True)
+    times: list[float] = []
+    drops = [True, True]
+    async with fake.serve(), authorizer(fake) as signer:
+        assert fake.authorization_server is not None
+        server, inner = fake.authorization_server, fake.authorization_server.handler
+
+        async def handle(request: Any, reply: Any) -> None:
+            polled = request.method == "POST" and request.path == "/token"
+            if polled and request.form().get("grant_type") == DEVICE_GRANT:
+                times.append(trio.current_time())
+                if drops:
+                    drops.pop()
+                    await reply.abort()
+                    return
+            await inner(request, reply)
+
+        server.handler = handle
+        start = trio.current_time()
+        status = await signer.login_device(Shown())
+    assert status.state is AuthState.SIGNED_IN
+    assert [t - start for t in times] == [5.0, 15.0, 35.0]

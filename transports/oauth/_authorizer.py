@@ -110,6 +110,8 @@ EXPIRY_SKEW: Final = 30.0
 _MAX_UNAUTHORIZED: Final = 2
 #: The longest DPoP nonce kept (a server's nonce is short; a longer one is cut, never stored whole).
 _MAX_NONCE: Final = 1024
+#: The longest wait between two device polls after polls that did not get through.
+_MAX_DEVICE_BACKOFF: Final = 60.0
 _MAILBOX: Final = 32
 #: The shortest wait between two polls of a device sign-in, whatever the server says.
 _MIN_DEVICE_INTERVAL: Final = 1.0
@@ -341,9 +343,28 @@ class _DevicePoll:
             headers["Accept"] = "application/json"
             if self.dpop is not None:
                 headers["DPoP"] = self.dpop.proof(method="POST", url=self.url, nonce=nonce)
-            status, body, answer_headers = await _send(
-                self.client, self.server, "POST", self.url, headers=headers, content=request.body()
-            )
+            try:
+                status, body, answer_headers = await _send(
+                    self.client,
+                    self.server,
+                    "POST",
+                    self.url,
+                    headers=headers,
+                    content=request.body(),
+                )
+            except (httpx.HTTPError, OSError) as exc:
+                # RFC 8628 §3.5: a poll that did not get through is no answer; wait twice as
+                # long and poll again (until the code expires), rather than ending the
+                # sign-in the user may be finishing right now.
+                interval = min(interval * 2, _MAX_DEVICE_BACKOFF)
+                logger.warning(
+                    "%s: the token endpoint could not be reached while waiting for the device "
+                    "sign-in (%s); polling again in %g s",
+                    self.server,
+                    type(exc).__name__,
+                    interval,
+                )
+                continue
             seen = answer_headers.get("dpop-nonce")
             if seen:
                 nonce = seen[:_MAX_NONCE]

@@ -33,9 +33,9 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import httpx
@@ -1423,18 +1423,34 @@ class Authorizer:
         scope: trio.CancelScope,
     ) -> None:
         """The host's prompt, in a task of its own (a child of the actor's): its answer, or
-        what it raised, goes back through the mailbox. Cancelled (a logout, the actor's end):
-        nothing is sent, the actor has already failed the sign-in's waiters."""
-        answered: _PromptAnswered | None = None
+        what it raised, goes back through the mailbox (:meth:`_answer_from_child`)."""
+        await self._answer_from_child(
+            scope,
+            functools.partial(prompt, request),
+            lambda answer, error: _PromptAnswered(number=number, answer=answer, error=error),
+        )
+
+    async def _answer_from_child(
+        self,
+        scope: trio.CancelScope,
+        work: Callable[[], Awaitable[Any]],
+        answered: Callable[[Any, Exception | None], _PromptAnswered | _DeviceAnswered],
+    ) -> None:
+        """Run a pending sign-in's ``work`` (the host's prompt, the device polling) in this
+        child task of the actor and send its outcome back, ``answered(value, None)`` or
+        ``answered(None, error)``, through the mailbox: the actor alone acts on it. Cancelled
+        (a logout, the actor's end): nothing is sent, the actor has already failed the
+        sign-in's waiters."""
+        message: _PromptAnswered | _DeviceAnswered | None = None
         with scope:
             try:
-                answered = _PromptAnswered(number=number, answer=await prompt(request))
-            except Exception as exc:  # the host's code: its failure is this sign-in's only
-                answered = _PromptAnswered(number=number, error=exc)
-        if answered is None:
+                message = answered(await work(), None)
+            except Exception as exc:  # the host's code, the token endpoint, the network
+                message = answered(None, exc)
+        if message is None:
             return
         try:
-            await self._send.send(answered)
+            await self._send.send(message)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return  # the actor has ended: it failed the waiters
 
@@ -1670,22 +1686,18 @@ class Authorizer:
         scope: trio.CancelScope,
     ) -> None:
         """The device sign-in's task (a child of the actor's): the host's ``show``, then the
-        polling; the token response, or what ended it, goes back through the mailbox.
-        Cancelled (a logout, the actor's end): nothing is sent, the actor has already failed
-        the sign-in's waiters."""
-        answered: _DeviceAnswered | None = None
-        with scope:
-            try:
-                await show(shown)
-                answered = _DeviceAnswered(number=number, tokens=await poll.run(self._tell))
-            except Exception as exc:  # the host's prompt, the token endpoint, the network
-                answered = _DeviceAnswered(number=number, error=exc)
-        if answered is None:
-            return
-        try:
-            await self._send.send(answered)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return  # the actor has ended: it failed the waiters
+        polling; the token response, or what ended it, goes back through the mailbox
+        (:meth:`_answer_from_child`)."""
+
+        async def work() -> TokenResponse:
+            await show(shown)
+            return await poll.run(self._tell)
+
+        await self._answer_from_child(
+            scope,
+            work,
+            lambda tokens, error: _DeviceAnswered(number=number, tokens=tokens, error=error),
+        )
 
     async def _finish_device(self, answered: _DeviceAnswered) -> None:
         """The device sign-in's task ended: store the tokens, then resolve every waiter at

@@ -86,6 +86,14 @@ class NdjsonFramer:
         if self._pending:
             data = self._pending + data
             self._pending = b""
+        elif not self._partial and not self._discarding:
+            # The commonest chunk, one whole line (a server that answers one request), without
+            # the loop; a line over the limit goes the long way, which refuses it.
+            nl = data.find(b"\n")
+            if 0 <= nl == len(data) - 1 and nl <= self._max:
+                self._scanned += nl + 1
+                frame = data[: nl - 1] if nl and data[nl - 1] == _CR else data[:nl]
+                return [frame] if frame and not frame.isspace() else []
         frames: list[bytes] = []
         partial = self._partial
         limit = self._max

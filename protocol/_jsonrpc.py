@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, cast
 
 import attrs
 
@@ -62,10 +62,13 @@ __all__ = [
     "UnexpectedResponse",
     "cancel_notification",
     "classify",
+    "decode_frame",
     "encode_message",
+    "frame_messages",
     "parse_message",
     "salvage_response_ids",
     "serialize",
+    "serialize_request",
 ]
 
 RequestId: TypeAlias = int | str
@@ -249,7 +252,23 @@ def _reject_constant(name: str) -> Any:
 
 #: One decoder for every frame: ``json.loads(text, parse_constant=...)`` builds a new decoder on
 #: each call, which costs more than parsing a small message.
-_decode_json = json.JSONDecoder(parse_constant=_reject_constant).decode
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+#: The decoder's own scanner (set by JSONDecoder.__init__; typeshed does not declare it).
+_scan_once: Callable[[str, int], tuple[Any, int]] = cast(Any, _DECODER).scan_once
+_decode_with_whitespace = _DECODER.decode
+
+
+def _decode_json(text: str) -> Any:
+    """``_DECODER.decode(text)``: the decoder's scanner called directly for a text that starts
+    with its value and ends with it (a frame as servers write it), the decoder's own ``decode``
+    for anything else (whitespace around the value, no value, extra data: its errors)."""
+    try:
+        obj, end = _scan_once(text, 0)
+    except StopIteration:
+        return _decode_with_whitespace(text)
+    if end != len(text):
+        return _decode_with_whitespace(text)
+    return obj
 
 
 def _excerpt(data: bytes | str) -> str:
@@ -349,6 +368,14 @@ def parse_message(
     part starts; and whatever :func:`classify` raises for a message that is not JSON-RPC (inside
     a batch the path names the item: ``$[2].method``). Nothing else, whatever the input.
     """
+    return frame_messages(decode_frame(data, max_depth=max_depth), data, allow_batch=allow_batch)
+
+
+def decode_frame(data: bytes | str, *, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
+    """The first half of :func:`parse_message`: the frame's JSON value, or
+    :class:`InvalidMessage` as it raises for bytes that are not UTF-8, not JSON or nested too
+    deeply. :func:`frame_messages` is the second half (a pending-call table looks at the value
+    in between: :meth:`JsonRpcConnection.take_answer`)."""
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError as exc:
@@ -383,11 +410,21 @@ def parse_message(
             path=path,
             errors=(f"nested more than {max_depth} levels deep @ {path}",),
         )
+    return obj
+
+
+def frame_messages(
+    obj: Any, data: bytes | str, *, allow_batch: bool = False
+) -> Message | tuple[Message, ...]:
+    """The second half of :func:`parse_message`: the envelopes of ``obj``, the value
+    :func:`decode_frame` gave for the frame ``data`` (quoted in errors). Raises
+    :class:`InvalidMessage` as :func:`parse_message` does for a batch where none is allowed, an
+    empty batch, and what :func:`classify` raises."""
     if type(obj) is list:
         if not allow_batch:
             raise InvalidMessage(
                 "got a JSON array (a batch): batches are only valid in protocol version "
-                f"2025-03-26: {_excerpt(text)}",
+                f"2025-03-26: {_excerpt(data)}",
                 path="$",
                 errors=("unexpected batch @ $",),
             )
@@ -665,6 +702,23 @@ def serialize(msg: Message | Sequence[Message]) -> bytes:
         if not msg:
             raise LocalProtocolError("cannot send an empty batch")
         value = [encode_message(m) for m in msg]
+    try:
+        return _dumps(value).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise LocalProtocolError(f"cannot serialise the message to JSON: {exc}") from exc
+    except RecursionError:
+        raise LocalProtocolError(
+            "cannot serialise the message to JSON: a value in it contains itself, or it is "
+            "nested too deeply"
+        ) from None
+
+
+def serialize_request(id: RequestId, method: str, params: Mapping[str, Any] | None) -> bytes:
+    """``serialize(Request(id=id, method=method, params=params))`` without building the
+    :class:`Request` (a session's way, once per call). Raises like :func:`serialize`."""
+    value: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        value["params"] = params if type(params) is dict else dict(params)
     try:
         return _dumps(value).encode("utf-8")
     except (TypeError, ValueError) as exc:
@@ -956,6 +1010,33 @@ class JsonRpcConnection:
         if notice is not None:
             self._sent_total += 1
         return notice
+
+    def take_answer(self, obj: Any) -> tuple[RequestId, dict[str, Any]] | None:
+        """What :meth:`receive` of ``classify(obj)`` says for the commonest message, in one
+        step: when ``obj`` (a value from :func:`decode_frame`) is a success response to an
+        outstanding request (a ``dict`` with ``"jsonrpc": "2.0"``, a string or integer ``id``
+        that is outstanding, an object ``result``, no ``method`` or ``error``), that request is
+        no longer outstanding and this returns its id and result, as
+        :class:`ResponseReceived` would carry them. For anything else it returns None and
+        changes nothing: classify and receive ``obj`` as usual. Never raises."""
+        if (
+            type(obj) is dict
+            and "result" in obj
+            and obj.get("jsonrpc") == "2.0"
+            and "method" not in obj
+            and "error" not in obj
+            and not self._closed
+        ):
+            rid = obj.get("id")
+            result = obj["result"]
+            if (
+                type(result) is dict
+                and (type(rid) is int or type(rid) is str)
+                and self._outstanding.pop(rid, None) is not None
+            ):
+                self._received_total += 1
+                return rid, result
+        return None
 
     def forget(self, id: RequestId) -> bool:
         """Stop waiting for request ``id`` without telling the server (2026-07-28 HTTP cancels by

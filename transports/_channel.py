@@ -99,21 +99,33 @@ class ByteChannel(Generic[T]):
         sender waiting for room counts as full: items keep their order). Raises
         ``trio.ClosedResourceError`` after :meth:`close` and ``trio.BrokenResourceError`` after
         :meth:`close_receiver`."""
-        self.defer_nowait(item, size)
-        if self._receiver is not None:
+        if self._closed or self._receiver_closed:
+            self._check_send()  # raises
+        items = self._items
+        if self._senders or (items and self._held + size > self.max_bytes):
+            # Full, so it holds items: maybe deferred ones the receiver was not woken for.
             self._wake()
+            raise trio.WouldBlock
+        items.append((item, size))
+        self._held += size
+        task = self._receiver
+        if task is not None:
+            self._receiver = None
+            trio.lowlevel.reschedule(task)
 
     def defer_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
         """:meth:`send_nowait` without waking the receiver: the item waits, in its place, until
         the receiver takes items again for another reason (the next item sent, the end, or a
         timer of its own). For an item that only matters once something else arrives, which
         saves the receiver a wake-up of its own. Raises like :meth:`send_nowait`."""
-        self._check_send()
-        if self._senders or not self._has_room(size):
+        if self._closed or self._receiver_closed:
+            self._check_send()  # raises
+        items = self._items
+        if self._senders or (items and self._held + size > self.max_bytes):  # not _has_room
             # Full, so it holds items: maybe deferred ones the receiver was not woken for.
             self._wake()
             raise trio.WouldBlock
-        self._items.append((item, size))
+        items.append((item, size))
         self._held += size
 
     async def send(self, item: T, size: int = ITEM_OVERHEAD) -> None:
@@ -201,23 +213,24 @@ class ByteChannel(Generic[T]):
         (never ``trio.WouldBlock``); ``RuntimeError`` if another task is receiving."""
         if self._receiving:
             raise RuntimeError("another task is already receiving from this channel")
-        await trio.lowlevel.checkpoint_if_cancelled()
         if self._items or self._closed or self._receiver_closed:  # no need to wait
+            await trio.lowlevel.checkpoint_if_cancelled()
             item = self.receive_nowait()
             await trio.lowlevel.cancel_shielded_checkpoint()
             return item
+        # Parking is the checkpoint: trio delivers a pending cancellation to a task as it
+        # parks (through _abort_receive), so there is no checkpoint_if_cancelled first.
         self._receiving = True
         try:
             self._receiver = trio.lowlevel.current_task()
-
-            def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-                self._receiver = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            await trio.lowlevel.wait_task_rescheduled(self._abort_receive)
         finally:
             self._receiving = False
         return self.receive_nowait()  # woken: an item, the end, or the receiver closed
+
+    def _abort_receive(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._receiver = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def close_receiver(self) -> None:
         """Nobody will receive: drop what is held; senders (also waiting ones) get

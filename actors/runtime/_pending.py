@@ -77,7 +77,8 @@ from ...protocol._jsonrpc import (
     RequestReceived,
     ResponseReceived,
     UnexpectedResponse,
-    parse_message,
+    decode_frame,
+    frame_messages,
     salvage_response_ids,
 )
 from ...protocol._methods import decode_notification
@@ -453,6 +454,8 @@ class PendingCalls:
     #: demultiplexed by their subscription id (a legacy session checks this one flag).
     _demux: bool = attrs.field(default=False, init=False)
     _log: logging.Logger = attrs.field(init=False)
+    #: The run's clock (``trio.current_time`` without its two layers; set by :meth:`run`).
+    _clock: Callable[[], float] = attrs.field(default=trio.current_time, init=False)
 
     def __attrs_post_init__(self) -> None:
         self._log = logging.getLogger(f"trio_mcp.server.{self.server}")
@@ -489,6 +492,7 @@ class PendingCalls:
         """Serve the mailbox until the connection ends. Raises the error that ended it (a
         :class:`TransportClosed`, :class:`FrameTooLarge`...), which tears the session down;
         however it ends, every waiter has failed by then."""
+        self._clock = trio.lowlevel.current_clock().current_time
         task_status.started()
         try:
             while self._ended is None:
@@ -523,8 +527,9 @@ class PendingCalls:
         while budget and mailbox and self._ended is None:
             self._handle(mailbox.receive_nowait())
             budget -= 1
-        if self._deadlines and self._deadlines[0][0] <= trio.current_time():
-            self._expire(trio.current_time())
+        deadlines = self._deadlines
+        if deadlines and deadlines[0][0] <= self._clock():
+            self._expire(self._clock())
 
     def _handle(self, item: PendingItem) -> None:
         match item:
@@ -655,7 +660,16 @@ class PendingCalls:
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
-            parsed = parse_message(frame, allow_batch=self._batches)
+            obj = decode_frame(frame)
+        except InvalidMessage as exc:
+            self._bad_frame(frame, exc)
+            return
+        answer = self._conn.take_answer(obj)
+        if answer is not None:  # the commonest frame: an answer to a waiting call
+            self._resolve(answer[0], outcome.Value(answer[1]))
+            return
+        try:
+            parsed = frame_messages(obj, frame, allow_batch=self._batches)
         except InvalidMessage as exc:
             self._bad_frame(frame, exc)
             return

@@ -493,7 +493,7 @@ class Runtime:
         (docs/embedding.md "Tracing").
         """
         span = start_call(self.config, name) if TRACING else None
-        who = as_tenant(tenant)
+        who = None if tenant is None else as_tenant(tenant)
         try:
             try:
                 result = await self._call_once(
@@ -589,12 +589,15 @@ class Runtime:
         attempt: int,
         tenant: Tenant | None = None,
     ) -> CallToolResult:
-        try:
-            self._check_open()
-            tool = await self.lookup(name, wait_ready=wait_ready)
-        except McpError:
-            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
-            raise
+        # The common case without a coroutine of its own: the tool is registered now.
+        tool = self._registry.view.get(name) if self._state is RuntimeState.OPEN else None
+        if tool is None:
+            try:
+                self._check_open()
+                tool = await self.lookup(name, wait_ready=wait_ready)
+            except McpError:
+                await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+                raise
         if span is not None:
             span.target(tool.server, tool.wire_name)
         if not self.hooks:  # the common case: no request object, no chain
@@ -637,16 +640,29 @@ class Runtime:
     ) -> CallToolResult:
         """The request itself, after the hooks: the arguments, ``_meta`` and tenant they passed
         on (None: no arguments member, no ``_meta``)."""
-        try:
-            self._check_open()
-            session = await self._session_for(tool.server, wait_ready)
-        except McpError:
-            await trio.lowlevel.checkpoint()
-            raise
+        supervisor = self._supervisors.get(tool.server)
+        if (
+            supervisor is not None
+            and self._state is RuntimeState.OPEN
+            and (wait_ready is None or supervisor.accepts_calls)
+        ):  # the common case, without a coroutine of its own
+            try:
+                session = supervisor.ready_session()
+            except McpError:
+                await trio.lowlevel.checkpoint()
+                raise
+        else:
+            try:
+                self._check_open()
+                session = await self._session_for(tool.server, wait_ready)
+            except McpError:
+                await trio.lowlevel.checkpoint()
+                raise
+            supervisor = self._supervisors[tool.server]
         credentials = None if tenant is None else await self._credentials(tool.server, tenant)
-        server = self._supervisors[tool.server].config
-        limit = server.timeout if isinstance(timeout, _UseDefault) else timeout
-        if logger.isEnabledFor(logging.DEBUG):
+        limit = supervisor.config.timeout if isinstance(timeout, _UseDefault) else timeout
+        debug = logger.isEnabledFor(logging.DEBUG)
+        if debug:
             logger.debug(
                 "call %s -> %s/%s %s",
                 tool.name,
@@ -654,7 +670,8 @@ class Runtime:
                 tool.wire_name,
                 redact(arguments or {}),
             )
-        mode = task_mode(self.config, session, tool.tool, wanted=False)
+        config = self.config
+        mode = task_mode(config, session, tool.tool, wanted=False) if config.tasks else None
         wire_arguments = tool.wire_arguments(arguments)  # a shaped tool: the server's names
         if mode is not None and credentials is not None:
             await trio.lowlevel.checkpoint()
@@ -690,14 +707,15 @@ class Runtime:
                     meta=meta,
                     credentials=credentials,
                 )
-        if logger.isEnabledFor(logging.DEBUG):
+        if debug:
             logger.debug(
                 "call %s done: isError=%s %s",
                 tool.name,
                 bool(result.is_error),
                 redact_text(result.text),
             )
-        await self._check_output(tool, result)
+        if tool.tool.output_schema is not None and not result.is_error:  # else nothing to check
+            await self._check_output(tool, result)
         return result
 
     async def _credentials(self, server: str, tenant: Tenant) -> RequestCredentials | None:

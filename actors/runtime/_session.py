@@ -98,6 +98,7 @@ from ...protocol._jsonrpc import (
     RequestId,
     cancel_notification,
     serialize,
+    serialize_request,
 )
 from ...protocol._methods import INPUT_REQUIRED_METHODS, SKILLS_EXTENSION, decode_result
 from ...protocol._types import (
@@ -272,6 +273,8 @@ class Session:
     _control_receive: trio.MemoryReceiveChannel[SessionExpiredNotice] = attrs.field(init=False)
     _log: logging.Logger = attrs.field(init=False)
     _table: PendingCalls | None = attrs.field(default=None, init=False)
+    #: The run's clock (``trio.current_time`` without its two layers; set by :meth:`run`).
+    _clock: Callable[[], float] = attrs.field(default=trio.current_time, init=False)
     #: The first handshake is done (set by the session's task).
     _established: bool = attrs.field(default=False, init=False)
     #: A new HTTP session is being initialized (set and cleared by the control loop's task).
@@ -352,6 +355,7 @@ class Session:
             lost=self.supervisor,
         )
         self._table = table
+        self._clock = trio.lowlevel.current_clock().current_time
         self._dispatch = dispatcher.inbox
         if isinstance(transport, StatelessTransport):
             self._stateless = transport
@@ -827,12 +831,26 @@ class Session:
         such a result may be cached). ``timeout`` covers every round and the host's answers,
         unless progress resets it (then each round gets ``timeout`` of quiet, and ``max_time``
         caps the whole)."""
-        start = trio.current_time()
+        start = self._clock()
         hard = None if max_time is None else start + max_time
         if progress_resets_timeout or timeout is None:
             deadline = hard
         else:
             deadline = start + timeout if hard is None else min(start + timeout, hard)
+        # The first round goes straight out: a call answered at once (nearly every call) pays
+        # nothing for the rounds.
+        left = None if deadline is None else deadline - start
+        first = await self._versioned(
+            method,
+            params or {},
+            timeout=timeout if progress_resets_timeout else left,
+            progress=progress,
+            progress_resets_timeout=progress_resets_timeout,
+            max_time=left,
+            credentials=credentials,
+        )
+        if not isinstance(first, InputRequiredResult):
+            return first, True
 
         async def send(
             round_params: Mapping[str, Any], left: float | None
@@ -847,11 +865,6 @@ class Session:
                 credentials=credentials,
             )
 
-        # The first round goes straight out: a call answered at once (nearly every call) pays
-        # nothing for the rounds.
-        first = await send(params or {}, None if deadline is None else deadline - start)
-        if not isinstance(first, InputRequiredResult):
-            return first, True
         final: Mapping[str, Any] = await with_input_rounds(
             send,
             method,
@@ -953,14 +966,14 @@ class Session:
             params = _with_meta(params, envelope, token)
         if TRACING:  # the current span's trace context, in _meta
             params = with_trace_context(self.runtime, params)
-        frame = serialize(Request(id=request_id, method=method, params=params))
+        frame = serialize_request(request_id, method, params)
         headers = (
             None
             if envelope is None or self._headed is None
             else self._request_headers(method, params)
         )
         waiter = Waiter(request_id, method)
-        start = trio.current_time()
+        start = self._clock()
         hard_deadline = _INF if max_time is None else start + max_time
         deadline = min(_INF if timeout is None else start + timeout, hard_deadline)
         expect = Expect(
@@ -990,7 +1003,13 @@ class Session:
         sent = False
         try:
             try:
-                if credentials is None:
+                if credentials is None and headers is None and not now:
+                    # the common case, without a coroutine of its own: room in the outbox
+                    try:
+                        self.transport.send_nowait(frame, request_id)
+                    except trio.WouldBlock:
+                        await self.transport.send(frame, request_id)
+                elif credentials is None:
                     await self._send(frame, request_id, now=now, headers=headers)
                 else:
                     await self._send_as(frame, request_id, method, credentials, headers)
@@ -1158,15 +1177,27 @@ class Session:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        raw = await self.request(
-            "tools/call",
-            params,
-            timeout=timeout,
-            progress=progress,
-            progress_resets_timeout=self.config.progress_resets_timeout,
-            max_time=self.config.max_call_time,
-            credentials=credentials,
-        )
+        config = self.config
+        if self._envelope is None:  # a legacy session: what self.request returns, directly
+            raw = await self._send_request(
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=config.progress_resets_timeout,
+                max_time=config.max_call_time,
+                credentials=credentials,
+            )
+        else:
+            raw = await self._modern_request(
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=config.progress_resets_timeout,
+                max_time=config.max_call_time,
+                credentials=credentials,
+            )
         result = decode_result("tools/call", raw)
         if not isinstance(result, CallToolResult):
             raise InvalidMessage(

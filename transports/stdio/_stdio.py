@@ -553,8 +553,13 @@ class StdioTransport:
         ``trio.WouldBlock`` when it is full. Raises :class:`LocalProtocolError` if ``frame``
         contains a newline, and :class:`TransportClosed` if the transport is closed, the server
         exited or stopped reading its stdin, or a write failed half-way."""
-        self._check_can_send()
-        _check_frame(frame)
+        # _check_can_send and _check_frame, inline: the hot path
+        if self._closing or self._end_told or self._send_refused is not None:
+            raise TransportClosed(self._refusal())
+        if self._exited.is_set():
+            raise TransportClosed(self._describe_end())
+        if b"\n" in frame or b"\r" in frame:
+            encode_frame(frame)  # raises, with the message
         try:
             self._outbox.send_nowait((frame, request_id), len(frame))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -784,15 +789,21 @@ class StdioTransport:
                     frame, _ = await outbox.receive()
                 except (trio.EndOfChannel, trio.ClosedResourceError):
                     return
-                batch = [frame]
-                size = len(frame)
-                while outbox and len(batch) < _WRITE_BATCH_FRAMES and size < _WRITE_BATCH_BYTES:
-                    frame, _ = outbox.receive_nowait()
-                    batch.append(frame)
-                    size += len(frame)
-                batch.append(b"")
+                if outbox:  # more frames are ready: one write for as many as a batch takes
+                    batch = [frame]
+                    size = len(frame)
+                    while outbox and len(batch) < _WRITE_BATCH_FRAMES and size < _WRITE_BATCH_BYTES:
+                        frame, _ = outbox.receive_nowait()
+                        batch.append(frame)
+                        size += len(frame)
+                    batch.append(b"")
+                    data = b"\n".join(batch)
+                    count = len(batch) - 1
+                else:  # one call at a time: the frame alone
+                    data = frame + b"\n"
+                    count = 1
                 try:
-                    await _write_all(self._stdin, b"\n".join(batch), self._stdin_fd)
+                    await _write_all(self._stdin, data, self._stdin_fd)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     self._send_refused = (
                         f"sending to {self._name} failed: it stopped reading its stdin ({exc}); "
@@ -800,7 +811,7 @@ class StdioTransport:
                     )
                     logger.info("%s", self._send_refused)
                     return
-                self._frames_sent += len(batch) - 1
+                self._frames_sent += count
                 self._write_batches += 1
 
     async def _run_reader(self) -> None:

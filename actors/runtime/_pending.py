@@ -666,7 +666,15 @@ class PendingCalls:
             return
         answer = self._conn.take_answer(obj)
         if answer is not None:  # the commonest frame: an answer to a waiting call
-            self._resolve(answer[0], outcome.Value(answer[1]))
+            request_id = answer[0]
+            entry = self._entries.pop(request_id, None)  # _forget, but the machine's record
+            if entry is None:  # is gone already (take_answer)
+                self._resolve(request_id, outcome.Value(answer[1]))  # a listen's answer
+                return
+            if entry.progress_token is not None:
+                self._tokens.pop(entry.progress_token, None)
+            self._resolved_total += 1
+            entry.waiter.resolve(outcome.Value(answer[1]))
             return
         try:
             parsed = frame_messages(obj, frame, allow_batch=self._batches)

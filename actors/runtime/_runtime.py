@@ -496,17 +496,24 @@ class Runtime:
         who = None if tenant is None else as_tenant(tenant)
         try:
             try:
-                result = await self._call_once(
-                    name,
-                    arguments,
-                    meta,
-                    timeout=timeout,
-                    progress=progress,
-                    wait_ready=wait_ready,
-                    span=span,
-                    attempt=1,
-                    tenant=who,
-                )
+                tool = self._registry.view.get(name) if self._state is RuntimeState.OPEN else None
+                if tool is not None and span is None and not self.hooks:
+                    # the common case: what _call_once does for it, without its coroutine
+                    result = await self._send_call(
+                        tool, arguments, meta or None, who, timeout, progress, wait_ready
+                    )
+                else:
+                    result = await self._call_once(
+                        name,
+                        arguments,
+                        meta,
+                        timeout=timeout,
+                        progress=progress,
+                        wait_ready=wait_ready,
+                        span=span,
+                        attempt=1,
+                        tenant=who,
+                    )
             except (ServerDisconnected, ServerUnavailable) as failed:  # not sent: retry?
                 result = await self._retried(
                     failed,

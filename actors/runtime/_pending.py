@@ -141,6 +141,10 @@ class TimedOut(Exception):
 
 # --------------------------------------------------------------------------- the waiter
 
+#: What a :class:`Waiter` holds as its outcome when :meth:`Waiter.answer` stored the result
+#: itself (never unwrapped: the waiter returns its ``_answer``).
+_ANSWERED: Final[outcome.Outcome[Mapping[str, Any]]] = outcome.Value({})
+
 
 class Waiter:
     """One call waiting for its answer: a one-shot result and a small queue of progress, for
@@ -151,7 +155,7 @@ class Waiter:
     both (:meth:`wait`) and runs its progress callback in its own task. ``abandoned`` is the
     caller's: set when it stopped waiting, so that the table can forget it."""
 
-    __slots__ = ("_progress", "_result", "_task", "abandoned", "method", "request_id")
+    __slots__ = ("_answer", "_progress", "_result", "_task", "abandoned", "method", "request_id")
 
     def __init__(self, request_id: RequestId, method: str) -> None:
         self.request_id = request_id
@@ -159,6 +163,8 @@ class Waiter:
         self.abandoned = False
         self._task: trio.lowlevel.Task | None = None
         self._result: outcome.Outcome[Mapping[str, Any]] | None = None
+        #: The result itself when :meth:`answer` stored it (``_result`` is then ``_ANSWERED``).
+        self._answer: Mapping[str, Any] | None = None
         self._progress: deque[ProgressNotificationParams] | None = None
 
     @property
@@ -172,6 +178,19 @@ class Waiter:
             return False
         self._result = result
         self._wake()
+        return True
+
+    def answer(self, result: Mapping[str, Any]) -> bool:
+        """:meth:`resolve` with ``outcome.Value(result)``, without making the outcome (the
+        table's way for every answer)."""
+        if self._result is not None:
+            return False
+        self._answer = result
+        self._result = _ANSWERED
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
         return True
 
     def push_progress(self, params: ProgressNotificationParams) -> None:
@@ -208,8 +227,12 @@ class Waiter:
                 if on_progress is not None:
                     on_progress = await _run_progress(on_progress, params)
                 continue
-            if self._result is not None:
-                return self._result.unwrap()
+            result = self._result
+            if result is _ANSWERED:
+                assert self._answer is not None
+                return self._answer
+            if result is not None:
+                return result.unwrap()
             if self._task is not None:
                 raise RuntimeError(f"request {self.request_id!r} is already awaited by a task")
             self._task = trio.lowlevel.current_task()
@@ -674,7 +697,7 @@ class PendingCalls:
             if entry.progress_token is not None:
                 self._tokens.pop(entry.progress_token, None)
             self._resolved_total += 1
-            entry.waiter.resolve(outcome.Value(answer[1]))
+            entry.waiter.answer(answer[1])
             return
         try:
             parsed = frame_messages(obj, frame, allow_batch=self._batches)

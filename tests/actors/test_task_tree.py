@@ -158,8 +158,12 @@ OWNERS = {
     (PendingCalls, "_handle"): "PendingCalls.run",
     (PendingCalls, "_end"): "PendingCalls.run",
     (Waiter, "resolve"): "PendingCalls.run",
+    (Waiter, "answer"): "PendingCalls.run",
     (Dispatcher, "_handle"): "Dispatcher.run",
 }
+#: Methods the run below need not reach: a waiter is resolved with an outcome only for a
+#: failure or an error answer (answers go through Waiter.answer), and it has neither.
+NOT_ALWAYS_RUN = {"Waiter.resolve"}
 
 
 async def test_the_shape_comes_back_after_a_sigkill_and_each_actor_runs_in_its_own_task(
@@ -203,7 +207,7 @@ async def test_the_shape_comes_back_after_a_sigkill_and_each_actor_runs_in_its_o
     # the actor's own task
     expected = {f"{cls.__name__}.{name}": owner for (cls, name), owner in OWNERS.items()}
     seen = {method for method, _ in runs}
-    assert seen == set(expected)
+    assert set(expected) - NOT_ALWAYS_RUN <= seen <= set(expected)
     wrong = {(method, task): n for (method, task), n in runs.items() if task != expected[method]}
     assert wrong == {}
 

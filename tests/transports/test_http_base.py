@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from tests.transports.http_fake import ClientGone, HttpRequest, HttpServer, Reply, serve_http
+from trio_mcp.transports.http._h1 import HttpResponse
 from trio_mcp.transports.http._http_base import consume, discard_body, open_stream
 
 BOUND = 10.0
@@ -60,7 +61,7 @@ async def serving() -> AsyncIterator[tuple[httpx.AsyncClient, HttpServer, Bodies
 
 def get(
     client: httpx.AsyncClient, server: HttpServer, path: str
-) -> AbstractAsyncContextManager[httpx.Response]:
+) -> AbstractAsyncContextManager[HttpResponse]:
     return open_stream(client, "GET", httpx.URL(server.base + path), headers=httpx.Headers())
 
 

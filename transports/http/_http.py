@@ -157,6 +157,7 @@ from ...protocol._jsonrpc import CANCELLED_NOTIFICATION, RequestId
 from ...protocol._sse import SseParser
 from .._base import FrameSink, RequestCredentials, SessionExpiredNotice, TransportInfo
 from .._retry import too_long_to_wait
+from ._h1 import HttpResponse
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -223,7 +224,7 @@ _SLOTLESS: Final = frozenset({"initialize", "subscriptions/listen"})
 _Next = Literal["done", "resume", "repost", "later"]
 
 
-def _is_event_stream(response: httpx.Response) -> bool:
+def _is_event_stream(response: HttpResponse) -> bool:
     return content_type(response) == "text/event-stream"
 
 
@@ -685,6 +686,7 @@ class HttpTransport(HttpTransportBase):
                         content=frame,
                         headers=headers,
                         timeout=ack_timeout(self._params),
+                        lane=self._lane,
                     ) as response:
                         if response.is_success:
                             await discard_body(response)
@@ -790,6 +792,7 @@ class HttpTransport(HttpTransportBase):
                         headers=headers,
                         on_sending=departure.sending,
                         credentials=out.credentials,
+                        lane=self._lane,
                     ) as response:
                         step = await self._read_answer(frame, out, stream, response)
             except ConnectError as exc:
@@ -858,7 +861,7 @@ class HttpTransport(HttpTransportBase):
         stream.too_large = None
 
     async def _read_answer(
-        self, frame: bytes, out: Outgoing, stream: _Stream, response: httpx.Response
+        self, frame: bytes, out: Outgoing, stream: _Stream, response: HttpResponse
     ) -> _Next:
         """Handle the answer to a POSTed request; say what follows."""
         what = f"POST {stream.method} to {self.info.detail}"
@@ -918,7 +921,7 @@ class HttpTransport(HttpTransportBase):
         return "done"
 
     async def _refused_stateless(
-        self, frame: bytes, out: Outgoing, stream: _Stream, response: httpx.Response
+        self, frame: bytes, out: Outgoing, stream: _Stream, response: HttpResponse
     ) -> _Next:
         """A 400 or 404 answering a request in the stateless shape: a body that is a JSON-RPC
         error is the request's error answer (a 2026-07-28 server refuses a request so: -32022,
@@ -945,7 +948,7 @@ class HttpTransport(HttpTransportBase):
         ids, stream.ids = tuple(stream.ids), set()
         await self._fail(ids, error, sent=sent)
 
-    async def _adopt_session(self, response: httpx.Response, stream: _Stream) -> bool:
+    async def _adopt_session(self, response: HttpResponse, stream: _Stream) -> bool:
         """Take the session id from the answer to ``initialize``; False when it is invalid."""
         value = response.headers.get("mcp-session-id")
         if value is None:
@@ -984,7 +987,7 @@ class HttpTransport(HttpTransportBase):
 
     # ------------------------------------------------------------------ reading streams
 
-    async def _read_events(self, response: httpx.Response, stream: _Stream) -> None:
+    async def _read_events(self, response: HttpResponse, stream: _Stream) -> None:
         """Deliver the events of one connection of ``stream`` until its responses arrived or the
         connection ends. httpx's errors pass through (the caller maps them)."""
         parser = stream.parser
@@ -1053,7 +1056,12 @@ class HttpTransport(HttpTransportBase):
             try:
                 with map_http_errors(what):
                     async with open_stream(
-                        self._client, "GET", self._url, headers=headers, credentials=own
+                        self._client,
+                        "GET",
+                        self._url,
+                        headers=headers,
+                        credentials=own,
+                        lane=self._lane,
                     ) as response:
                         if response.status_code == 200 and _is_event_stream(response):
                             before = stream.events
@@ -1147,7 +1155,7 @@ class HttpTransport(HttpTransportBase):
                 try:
                     with map_http_errors(what):
                         async with open_stream(
-                            self._client, "GET", self._url, headers=headers
+                            self._client, "GET", self._url, headers=headers, lane=self._lane
                         ) as response:
                             if self._get_settled is not None:
                                 self._get_settled.set()  # answered: open or not
@@ -1187,7 +1195,7 @@ class HttpTransport(HttpTransportBase):
                 wait = min(delay or 0.0, self._params.max_retry_after)
                 await trio.sleep(max(self._retry_delay(parser), wait))
 
-    async def _read_get_events(self, response: httpx.Response, parser: SseParser) -> None:
+    async def _read_get_events(self, response: HttpResponse, parser: SseParser) -> None:
         def oversized(exc: FrameTooLarge) -> None:
             logger.warning("%s: skipped an event of the GET stream: %s", self.info, exc)
 
@@ -1342,7 +1350,7 @@ class HttpTransport(HttpTransportBase):
             try:
                 with map_http_errors(what):
                     async with open_stream(
-                        self._client, "DELETE", self._url, headers=headers
+                        self._client, "DELETE", self._url, headers=headers, lane=self._lane
                     ) as response:
                         status = response.status_code
             except McpError as exc:

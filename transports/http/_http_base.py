@@ -97,6 +97,7 @@ from .._tls import (
     tls_refusal_hint,
     warn_plaintext,
 )
+from ._h1 import H1Pool, HttpResponse
 
 __all__ = [
     "HttpParameters",
@@ -241,7 +242,7 @@ def excerpt(data: bytes) -> str:
     return text
 
 
-def content_type(response: httpx.Response) -> str:
+def content_type(response: HttpResponse) -> str:
     """The media type of a response (``text/event-stream``), lower case, without parameters."""
     value: str = response.headers.get("content-type", "")
     return value.split(";")[0].strip().lower()
@@ -298,15 +299,47 @@ async def open_stream(
     timeout: httpx.Timeout | None = None,
     on_sending: Callable[[], None] | None = None,
     credentials: RequestCredentials | None = None,
-) -> AsyncIterator[httpx.Response]:
+    lane: Lane | None = None,
+) -> AsyncIterator[HttpResponse]:
     """Send one request and yield its response with the body not read yet (``client.stream``,
     made safe against cancellation: see :class:`_Body` and :func:`consume`). The response is
     closed when the block ends, shielded from cancellation. ``credentials``: its ``auth``
     replaces the client's for this request (their headers are in ``headers`` already).
 
+    ``lane``: the transport's HTTP/1.1 lane (see :class:`Lane`); the request goes through it
+    rather than through ``client`` when its auth allows (:meth:`Lane.serves`).
+
     ``on_sending()`` is called (synchronously) when the request starts to go out on a
     connection: before that, a failure (no connection, no free one in the pool) or a
     cancellation means the server cannot have seen it."""
+    response: HttpResponse
+    auth = None if lane is None else lane.auth if credentials is None else credentials.auth
+    if lane is not None and lane.serves(auth):
+        response = await lane.send(
+            method, url, headers, content, timeout=timeout, on_sending=on_sending, auth=auth
+        )
+    else:
+        response = await _send_through_httpx(
+            client, method, url, headers, content, timeout, on_sending, credentials
+        )
+    try:
+        yield response
+    finally:
+        if not response.is_closed:  # usually it is: reading a body to its end closes it
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + _UNWIND_BUDGET):
+                await response.aclose()
+
+
+async def _send_through_httpx(
+    client: httpx.AsyncClient,
+    method: str,
+    url: httpx.URL,
+    headers: httpx.Headers,
+    content: bytes | None,
+    timeout: httpx.Timeout | None,
+    on_sending: Callable[[], None] | None,
+    credentials: RequestCredentials | None,
+) -> httpx.Response:
     request = client.build_request(
         method,
         url,
@@ -319,15 +352,80 @@ async def open_stream(
     if on_sending is not None:
         request.extensions["trace"] = _SendingTrace(on_sending)
     if credentials is None:
-        response = await client.send(request, stream=True)
-    else:
-        response = await client.send(request, stream=True, auth=credentials.auth)
-    try:
-        yield response
-    finally:
-        if not response.is_closed:  # usually it is: reading a body to its end closes it
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + _UNWIND_BUDGET):
-                await response.aclose()
+        return await client.send(request, stream=True)
+    return await client.send(request, stream=True, auth=credentials.auth)
+
+
+@attrs.define(eq=False)
+class Lane:
+    """The HTTP/1.1 lane of a Streamable HTTP transport: its requests go through ``pool`` (a
+    small client on h11, :mod:`._h1`) instead of httpx's client, whose request path costs most
+    of what a call costs the client. ``auth``: the transport's own (``HttpParameters.auth``),
+    driven here as httpx's client drives it (:meth:`send`).
+
+    A transport has one only when :func:`make_lane` says the pool can serve every request as
+    httpx would (no proxy, the transport's own client); a request whose auth needs the bodies
+    goes through httpx all the same (:meth:`serves`)."""
+
+    pool: H1Pool
+    auth: httpx.Auth | None
+
+    @staticmethod
+    def serves(auth: httpx.Auth | None) -> bool:
+        """Whether a request with ``auth`` may go through the lane: its flow reads the status
+        and headers of the answers only."""
+        return auth is None or not (auth.requires_request_body or auth.requires_response_body)
+
+    async def send(
+        self,
+        method: str,
+        url: httpx.URL,
+        headers: httpx.Headers,
+        content: bytes | None,
+        *,
+        timeout: httpx.Timeout | None,
+        on_sending: Callable[[], None] | None,
+        auth: httpx.Auth | None,
+    ) -> HttpResponse:
+        """Send one request through the pool and return its response (body not read), after
+        the requests its ``auth`` flow asked for (a 401 answered with a new token...): each
+        answer the flow asks to retry is closed, and the flow is given an ``httpx.Response``
+        with the status and headers of each answer (what flows read). The flow's errors (an
+        :class:`AuthorizationError`) pass through."""
+        pool = self.pool
+        if auth is None:
+            return await pool.send(
+                method, url, headers, content, timeout=timeout, on_sending=on_sending
+            )
+        flow = auth.async_auth_flow(httpx.Request(method, url, headers=headers, content=content))
+        try:
+            request = await flow.__anext__()
+            while True:
+                body = request.content if request.content or content is not None else None
+                response = await pool.send(
+                    request.method,
+                    request.url,
+                    request.headers,
+                    body,
+                    timeout=timeout,
+                    on_sending=on_sending,
+                )
+                try:
+                    seen = httpx.Response(
+                        response.status_code, headers=response.headers.raw, request=request
+                    )
+                    request = await flow.asend(seen)
+                except StopAsyncIteration:
+                    return response
+                except BaseException:
+                    with trio.CancelScope(shield=True):
+                        await response.aclose()
+                    raise
+                # The flow sends the request again: this answer is done with.
+                await discard_body(response)
+        finally:
+            with trio.CancelScope(shield=True):
+                await flow.aclose()
 
 
 @attrs.define(eq=False)
@@ -354,7 +452,7 @@ def not_sent(error: McpError) -> ServerDisconnected:
 
 
 async def consume(
-    response: httpx.Response, take: Callable[[bytes], Awaitable[bool]], *, finish: bool = False
+    response: HttpResponse, take: Callable[[bytes], Awaitable[bool]], *, finish: bool = False
 ) -> bool:
     """Pass each chunk of ``response``'s body to ``take`` until it returns False or the body
     ends; return False when ``take`` stopped it. httpx's errors (and ``take``'s) pass through.
@@ -380,7 +478,7 @@ async def consume(
         await _close_body(response, chunks, ended)
 
 
-async def discard_body(response: httpx.Response) -> bool:
+async def discard_body(response: HttpResponse) -> bool:
     """Read and drop the body of a response whose content is not needed (the empty body of a
     202, the rest of an SSE stream after its answers), then close the response.
 
@@ -414,7 +512,7 @@ async def _read_rest(chunks: AsyncIterator[bytes]) -> bool:
     return False
 
 
-async def _close_body(response: httpx.Response, chunks: AsyncIterator[bytes], ended: bool) -> None:
+async def _close_body(response: HttpResponse, chunks: AsyncIterator[bytes], ended: bool) -> None:
     """Close ``response`` and drive ``chunks`` (its body's iterator) to its end, shielded and
     bounded (see :func:`consume`). ``ended``: ``chunks`` was iterated to its end, so httpx has
     closed the response already and nothing is left to do (the common case, kept cheap)."""
@@ -428,13 +526,13 @@ async def _close_body(response: httpx.Response, chunks: AsyncIterator[bytes], en
                 await chunks.__anext__()
 
 
-async def read_excerpt(response: httpx.Response) -> str:
+async def read_excerpt(response: HttpResponse) -> str:
     """Read at most a few KiB of ``response``'s body and return :func:`excerpt` of it. A body
     that cannot be read gives ``""``."""
     return excerpt(await read_prefix(response, _EXCERPT_BYTES))
 
 
-async def read_prefix(response: httpx.Response, limit: int) -> bytes:
+async def read_prefix(response: HttpResponse, limit: int) -> bytes:
     """At most the first ``limit`` bytes of ``response``'s body (what could be read of it:
     ``b""`` when nothing could). Never raises but for a cancellation."""
     data = bytearray()
@@ -470,7 +568,7 @@ def error_answer(body: bytes, request_id: RequestId) -> bytes | None:
     return _item_frame({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
-async def read_body(response: httpx.Response, limit: int, what: str) -> bytes:
+async def read_body(response: HttpResponse, limit: int, what: str) -> bytes:
     """Read ``response``'s whole body, refusing one over ``limit`` bytes.
 
     Raises :class:`FrameTooLarge` (saying ``what`` the body is) when the body, or its announced
@@ -503,7 +601,7 @@ def _too_large(what: str, limit: int) -> FrameTooLarge:
     )
 
 
-def rate_limit_delay(response: httpx.Response) -> float | None:
+def rate_limit_delay(response: HttpResponse) -> float | None:
     """For a 429 answer, the seconds its ``Retry-After`` asks to wait; None for any other
     answer, or a 429 without a usable ``Retry-After``."""
     if response.status_code != 429:
@@ -511,7 +609,7 @@ def rate_limit_delay(response: httpx.Response) -> float | None:
     return _retry.retry_after_seconds(response.headers.get("retry-after"), now=_retry.wall_clock())
 
 
-def status_error(what: str, response: httpx.Response, body: str) -> HttpStatusError:
+def status_error(what: str, response: HttpResponse, body: str) -> HttpStatusError:
     """The :class:`HttpStatusError` for a response whose status is not a success: it says
     ``what`` was refused, the status, where a redirect points (redirects are not followed), and
     quotes ``body`` (an excerpt)."""
@@ -816,6 +914,33 @@ def make_client(params: HttpParameters) -> httpx.AsyncClient:
     )
 
 
+#: :func:`make_client` itself: :func:`open_transport` gives a transport an HTTP/1.1 lane only
+#: when the client is one it made (tests replace ``make_client`` to inject httpx transports).
+_OWN_MAKE_CLIENT: Final = make_client
+
+
+def make_lane(params: HttpParameters, client: httpx.AsyncClient) -> Lane | None:
+    """The HTTP/1.1 lane of a transport whose httpx client is ``client`` (made by
+    :func:`make_client`), or None when httpx must carry the requests: a proxy applies to the
+    endpoint, configured (``proxy``) or from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY`` and ``NO_PROXY``, as httpx reads them: the client is asked which of its
+    transports serves the URL)."""
+    endpoint = params.endpoint
+    if endpoint.scheme not in ("http", "https"):
+        return None
+    if client._transport_for_url(endpoint) is not client._transport:
+        return None  # a proxy's
+    timeout = client.timeout
+    pool = H1Pool(
+        origin=endpoint,
+        timeout=timeout,
+        max_connections=params.max_in_flight + 8,
+        max_keepalive=8,
+        ssl_context=params._ssl_context,
+    )
+    return Lane(pool=pool, auth=params.auth)
+
+
 def ack_timeout(params: HttpParameters) -> httpx.Timeout:
     """The timeouts of a POST whose answer is an acknowledgement (202), not a result."""
     return httpx.Timeout(
@@ -1043,6 +1168,8 @@ class HttpTransportBase:
     _params: HttpParameters
     _client: httpx.AsyncClient
     _given_sink: FrameSink | None = attrs.field(default=None, alias="sink")
+    #: The HTTP/1.1 lane its requests go through (see :class:`Lane`), or None: httpx's client.
+    _lane: Lane | None = attrs.field(default=None, alias="lane")
     _sink: FrameSink = attrs.field(init=False)
     _reader: InboxReader | None = attrs.field(default=None, init=False)
     _outbox: ByteChannel[OutboxItem] = attrs.field(init=False)
@@ -1149,6 +1276,8 @@ class HttpTransportBase:
                 await self._tasks_done.wait()
                 await self._shut_down()
                 with trio.move_on_after(_CLIENT_CLOSE_BUDGET):
+                    if self._lane is not None:
+                        await self._lane.pool.aclose()
                     await self._client.aclose()
                 self._end_wait.cancel()
                 await self._host_done.wait()
@@ -1431,10 +1560,12 @@ async def open_transport(
     warn_plaintext(logger, endpoint.scheme, endpoint.host, display_url(endpoint))
     with collapse_exception_group():
         client = make_client(params)
+        # A client made elsewhere (a test's httpx.MockTransport) serves every request itself.
+        lane = make_lane(params, client) if make_client is _OWN_MAKE_CLIENT else None
         started = False
         try:
             async with trio.open_nursery() as nursery:
-                transport = cls(params=params, client=client, sink=sink)
+                transport = cls(params=params, client=client, sink=sink, lane=lane)
                 await nursery.start(transport._host)
                 started = True
                 try:

@@ -59,6 +59,7 @@ from ...protocol._errors import (
 from ...protocol._sse import SseParser
 from .._base import FrameSink, TransportInfo
 from .._retry import too_long_to_wait
+from ._h1 import HttpResponse
 from ._http_base import (
     ACCEPT_POST,
     ACCEPT_SSE,
@@ -200,7 +201,7 @@ class LegacyConnection:
         host._end(TransportClosed(f"the HTTP+SSE connection to {where} ended: {reason}"))
 
     async def _check_answer(
-        self, response: httpx.Response, where: str, waited: float, deadline: float
+        self, response: HttpResponse, where: str, waited: float, deadline: float
     ) -> float | None:
         """None when ``response`` opens the event stream; the seconds to wait before the next
         GET when it is a 429 whose Retry-After fits in what is left of the connect time and of
@@ -334,7 +335,7 @@ class LegacyConnection:
         await self._refused(out, error)
         return None
 
-    async def _read_accepted(self, response: httpx.Response, out: Outgoing) -> None:
+    async def _read_accepted(self, response: HttpResponse, out: Outgoing) -> None:
         if content_type(response) != "application/json":
             await discard_body(response)  # "Accepted", or nothing
             return

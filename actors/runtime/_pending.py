@@ -410,17 +410,6 @@ class LossSink(Protocol):
 # --------------------------------------------------------------------------- the table
 
 
-@attrs.define(eq=False)
-class _Entry:
-    """One waiting call, as the table keeps it."""
-
-    waiter: Waiter
-    deadline: float
-    progress_token: int | str | None
-    reset_timeout: float | None
-    hard_deadline: float
-
-
 @attrs.frozen(kw_only=True)
 class PendingStatistics:
     """A snapshot of a session's table: calls waiting now (``outstanding``), answered and
@@ -457,7 +446,7 @@ class PendingCalls:
     _conn: JsonRpcConnection = attrs.field(
         factory=lambda: JsonRpcConnection(track_inbound=False), init=False
     )
-    _entries: dict[RequestId, _Entry] = attrs.field(factory=dict, init=False)
+    _entries: dict[RequestId, Expect] = attrs.field(factory=dict, init=False)
     _tokens: dict[int | str, RequestId] = attrs.field(factory=dict, init=False)
     #: (deadline, sequence, request id): lazily cleaned (answered calls stay until they surface)
     _deadlines: list[tuple[float, int, RequestId]] = attrs.field(factory=list, init=False)
@@ -592,14 +581,7 @@ class PendingCalls:
         except LocalProtocolError as exc:  # an id still in flight: a bug of ours
             item.waiter.resolve(outcome.Error(exc))
             return
-        entry = _Entry(
-            waiter=item.waiter,
-            deadline=item.deadline,
-            progress_token=item.progress_token,
-            reset_timeout=item.reset_timeout,
-            hard_deadline=item.hard_deadline,
-        )
-        self._entries[request_id] = entry
+        self._entries[request_id] = item  # the table's entry: the Expect itself (see _progress)
         if item.progress_token is not None:
             self._tokens[item.progress_token] = request_id
         if item.deadline != _INF:
@@ -607,7 +589,7 @@ class PendingCalls:
         if len(self._entries) > self._sweep_at:
             self._sweep()
 
-    def _forget(self, request_id: RequestId) -> _Entry | None:
+    def _forget(self, request_id: RequestId) -> Expect | None:
         """Drop the call ``request_id`` from the table (its entry, its progress token, the
         machine's record, which an answer has removed already) and return its entry, if any.
         Its deadline stays in the heap until it surfaces (see :meth:`_live`)."""
@@ -768,7 +750,9 @@ class PendingCalls:
         if entry.reset_timeout is not None:
             deadline = min(trio.current_time() + entry.reset_timeout, entry.hard_deadline)
             if deadline != entry.deadline:
-                entry.deadline = deadline
+                # an entry is its frozen Expect: a moved deadline makes a new one
+                entry = attrs.evolve(entry, deadline=deadline)
+                self._entries[entry.request_id] = entry
                 self._push_deadline(deadline, entry.waiter.request_id)
         entry.waiter.push_progress(params)
 

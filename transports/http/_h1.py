@@ -235,6 +235,12 @@ class H1Pool:
             await connection.aclose()
 
     async def _take_slot(self, limit: float | None) -> None:
+        slots = self._slots
+        if slots.value:
+            # A free slot, taken without a timer (a cancel scope costs microseconds); the
+            # request's own I/O right after it is the checkpoint.
+            slots.acquire_nowait()
+            return
         if limit is None:
             await self._slots.acquire()
             return

@@ -702,15 +702,7 @@ def serialize(msg: Message | Sequence[Message]) -> bytes:
         if not msg:
             raise LocalProtocolError("cannot send an empty batch")
         value = [encode_message(m) for m in msg]
-    try:
-        return _dumps(value).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise LocalProtocolError(f"cannot serialise the message to JSON: {exc}") from exc
-    except RecursionError:
-        raise LocalProtocolError(
-            "cannot serialise the message to JSON: a value in it contains itself, or it is "
-            "nested too deeply"
-        ) from None
+    return _encode(value)
 
 
 def serialize_request(id: RequestId, method: str, params: Mapping[str, Any] | None) -> bytes:
@@ -719,6 +711,11 @@ def serialize_request(id: RequestId, method: str, params: Mapping[str, Any] | No
     value: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         value["params"] = params if type(params) is dict else dict(params)
+    return _encode(value)
+
+
+def _encode(value: Any) -> bytes:
+    """Compact UTF-8 JSON of a message's value, or :class:`LocalProtocolError` saying why not."""
     try:
         return _dumps(value).encode("utf-8")
     except (TypeError, ValueError) as exc:

@@ -34,24 +34,31 @@ from trio_mcp.transports.http._http_base import (
 TIMEOUT = httpx.Timeout(connect=5.0, read=5.0, write=5.0, pool=5.0)
 
 
-#: The pools a test made: their idle connections are closed when it ends.
-POOLS: list[H1Pool] = []
+#: Makes a pool for the test (``pools(base, **options)``); see :func:`pools`.
+MakePool = Callable[..., H1Pool]
 
 
-@pytest.fixture(autouse=True)
-async def close_pools() -> AsyncIterator[None]:
-    yield
-    for pool in POOLS:
-        await pool.aclose()
-    POOLS.clear()
+@pytest.fixture
+async def pools() -> AsyncIterator[MakePool]:
+    """Pools for one test, closed when it ends (their idle connections with them)."""
+    made: list[H1Pool] = []
 
+    def make(base: str, **options: object) -> H1Pool:
+        settings: dict[str, object] = {
+            "max_connections": 4,
+            "max_keepalive": 2,
+            "timeout": TIMEOUT,
+        }
+        settings.update(options)
+        pool = H1Pool(origin=httpx.URL(base), **settings)  # type: ignore[arg-type]
+        made.append(pool)
+        return pool
 
-def pool_for(base: str, **options: object) -> H1Pool:
-    settings: dict[str, object] = {"max_connections": 4, "max_keepalive": 2, "timeout": TIMEOUT}
-    settings.update(options)
-    pool = H1Pool(origin=httpx.URL(base), **settings)  # type: ignore[arg-type]
-    POOLS.append(pool)
-    return pool
+    try:
+        yield make
+    finally:
+        for pool in made:
+            await pool.aclose()
 
 
 async def read_all(response: H1Response) -> bytes:
@@ -90,9 +97,9 @@ async def read_head(stream: trio.SocketStream) -> None:
         data += chunk
 
 
-async def test_a_connection_is_kept_alive_and_reused() -> None:
+async def test_a_connection_is_kept_alive_and_reused(pools: MakePool) -> None:
     async with serve_http(hello) as server:
-        pool = pool_for(server.base)
+        pool = pools(server.base)
         assert await get(pool, server.base, "/a") == b"hello /a"
         assert await get(pool, server.base, "/b") == b"hello /b"
         assert [r.connection for r in server.requests] == [1, 1]
@@ -103,7 +110,9 @@ async def test_a_connection_is_kept_alive_and_reused() -> None:
         assert pool.idle == 0
 
 
-async def test_an_idle_connection_the_server_closed_is_dropped_and_a_new_one_taken() -> None:
+async def test_an_idle_connection_the_server_closed_is_dropped_and_a_new_one_taken(
+    pools: MakePool,
+) -> None:
     connections = 0
 
     async def answer_once_then_close(stream: trio.SocketStream) -> None:
@@ -119,7 +128,7 @@ async def test_an_idle_connection_the_server_closed_is_dropped_and_a_new_one_tak
         await stream.aclose()
 
     async with raw_server(answer_once_then_close) as base:
-        pool = pool_for(base)
+        pool = pools(base)
         assert await get(pool, base) == b"connection 1"
         assert pool.idle == 1
         # The server's close has reached the idle connection (no sleep: its socket is readable).
@@ -128,7 +137,9 @@ async def test_an_idle_connection_the_server_closed_is_dropped_and_a_new_one_tak
         assert connections == 2
 
 
-async def test_a_chunked_body_comes_chunk_by_chunk_and_the_connection_is_reused() -> None:
+async def test_a_chunked_body_comes_chunk_by_chunk_and_the_connection_is_reused(
+    pools: MakePool,
+) -> None:
     go_on = trio.Event()
 
     async def chunked(request: HttpRequest, reply: Reply) -> None:
@@ -142,7 +153,7 @@ async def test_a_chunked_body_comes_chunk_by_chunk_and_the_connection_is_reused(
         await reply.end()
 
     async with serve_http(chunked) as server:
-        pool = pool_for(server.base)
+        pool = pools(server.base)
         response = await pool.send("GET", httpx.URL(server.base + "/"), httpx.Headers())
         assert response.headers["Transfer-Encoding"] == "chunked"
         chunks = response.aiter_bytes()
@@ -154,7 +165,9 @@ async def test_a_chunked_body_comes_chunk_by_chunk_and_the_connection_is_reused(
         assert [r.connection for r in server.requests] == [1, 1]
 
 
-async def test_a_body_that_ends_with_the_connection_is_read_and_the_connection_not_kept() -> None:
+async def test_a_body_that_ends_with_the_connection_is_read_and_the_connection_not_kept(
+    pools: MakePool,
+) -> None:
     async def until_close(stream: trio.SocketStream) -> None:
         await read_head(stream)
         await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npart one, ")
@@ -162,12 +175,14 @@ async def test_a_body_that_ends_with_the_connection_is_read_and_the_connection_n
         await stream.aclose()
 
     async with raw_server(until_close) as base:
-        pool = pool_for(base)
+        pool = pools(base)
         assert await get(pool, base) == b"part one, part two"
         assert pool.idle == 0
 
 
-async def test_a_cancellation_in_the_middle_of_a_body_closes_the_connection() -> None:
+async def test_a_cancellation_in_the_middle_of_a_body_closes_the_connection(
+    pools: MakePool,
+) -> None:
     async def endless(request: HttpRequest, reply: Reply) -> None:
         if request.path == "/next":
             await reply.send(200, b"next")
@@ -177,7 +192,7 @@ async def test_a_cancellation_in_the_middle_of_a_body_closes_the_connection() ->
         await trio.sleep_forever()
 
     async with serve_http(endless) as server:
-        pool = pool_for(server.base)
+        pool = pools(server.base)
         response = await pool.send("GET", httpx.URL(server.base + "/"), httpx.Headers())
         chunks = response.aiter_bytes()
         assert await chunks.__anext__() == b"start"
@@ -192,14 +207,14 @@ async def test_a_cancellation_in_the_middle_of_a_body_closes_the_connection() ->
 
 
 async def test_a_silent_server_is_a_read_timeout_after_exactly_read_seconds(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, pools: MakePool
 ) -> None:
     async def slow(request: HttpRequest, reply: Reply) -> None:
         await trio.sleep(60)
         await reply.send(200, b"late")
 
     async with serve_http(slow) as server:
-        pool = pool_for(server.base)
+        pool = pools(server.base)
         start = trio.current_time()
         with pytest.raises(httpx.ReadTimeout):
             await pool.send(
@@ -213,7 +228,7 @@ async def test_a_silent_server_is_a_read_timeout_after_exactly_read_seconds(
 
 
 async def test_a_busy_pool_is_a_pool_timeout_and_frees_its_slot(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, pools: MakePool
 ) -> None:
     release = trio.Event()
 
@@ -223,7 +238,7 @@ async def test_a_busy_pool_is_a_pool_timeout_and_frees_its_slot(
         await reply.end()
 
     async with serve_http(held) as server:
-        pool = pool_for(server.base, max_connections=1)
+        pool = pools(server.base, max_connections=1)
         first = await pool.send("GET", httpx.URL(server.base + "/"), httpx.Headers())
         start = trio.current_time()
         with pytest.raises(httpx.PoolTimeout):
@@ -237,11 +252,13 @@ async def test_a_busy_pool_is_a_pool_timeout_and_frees_its_slot(
         assert [r.connection for r in server.requests] == [1, 1]
 
 
-async def test_a_port_nobody_listens_on_is_a_connect_error_before_anything_is_sent() -> None:
+async def test_a_port_nobody_listens_on_is_a_connect_error_before_anything_is_sent(
+    pools: MakePool,
+) -> None:
     async with raw_server(read_head) as base:
         pass  # the port is free again
     sent: list[bool] = []
-    pool = pool_for(base)
+    pool = pools(base)
     with pytest.raises(httpx.ConnectError):
         await pool.send(
             "GET", httpx.URL(base + "/"), httpx.Headers(), on_sending=lambda: sent.append(True)
@@ -249,7 +266,7 @@ async def test_a_port_nobody_listens_on_is_a_connect_error_before_anything_is_se
     assert sent == []
 
 
-async def test_a_garbled_answer_is_a_remote_protocol_error() -> None:
+async def test_a_garbled_answer_is_a_remote_protocol_error(pools: MakePool) -> None:
     async def garbled(stream: trio.SocketStream) -> None:
         await read_head(stream)
         await stream.send_all(b"this is not HTTP\r\n\r\n")
@@ -257,22 +274,22 @@ async def test_a_garbled_answer_is_a_remote_protocol_error() -> None:
     async with raw_server(garbled) as base:
         sent: list[bool] = []
         with pytest.raises(httpx.RemoteProtocolError):
-            await pool_for(base).send(
+            await pools(base).send(
                 "GET", httpx.URL(base + "/"), httpx.Headers(), on_sending=lambda: sent.append(True)
             )
         assert sent == [True]
 
 
-async def test_tls_with_the_configured_ca(pki: Pki) -> None:
+async def test_tls_with_the_configured_ca(pki: Pki, pools: MakePool) -> None:
     async with serve_http(hello, ssl_context=pki.server_context()) as server:
         context = tls_context(ca_bundle=pki.ca_bundle, client_cert=None, client_key=None)
-        pool = pool_for(server.base, ssl_context=context)
+        pool = pools(server.base, ssl_context=context)
         assert await get(pool, server.base, "/tls") == b"hello /tls"
         assert await get(pool, server.base, "/tls") == b"hello /tls"
         assert [r.connection for r in server.requests] == [1, 1]
         # Without the CA, the default trust store refuses the certificate, and says so.
         with pytest.raises(httpx.ConnectError) as caught:
-            await get(pool_for(server.base), server.base)
+            await get(pools(server.base), server.base)
         hint = tls_failure_hint(caught.value)
         assert hint is not None and "set ca_bundle" in hint, hint
 

@@ -2,8 +2,10 @@
 
     python -m bench.bestof [--client trio-mcp|official|raw|raw-single] [--era legacy|modern]
                            [--width 1] [--batches 12] [--calls N] [--server node|python]
+                           [--http json|sse]
 
-One connection to the null stdio server, a warm-up, then ``--batches`` batches of ``--calls``
+One connection to the null stdio server (with ``--http``: to the null Streamable HTTP server,
+answering in JSON or SSE), a warm-up, then ``--batches`` batches of ``--calls``
 ``tools/call`` requests (``--width`` in flight, as the bench's rows make them); it prints one JSON
 object: the lowest client CPU time per call of any batch (``cpu``, µs) and the highest rate of
 any batch (``rate``, calls/s).
@@ -25,7 +27,15 @@ from typing import Any
 
 import trio
 
-from .clients import CLIENTS, ClientName, Era, null_stdio_target, open_connection
+from .clients import (
+    CLIENTS,
+    ClientName,
+    Era,
+    HttpMode,
+    null_http_server,
+    null_stdio_target,
+    open_connection,
+)
 from .scenarios import _run_in_flight
 
 __all__ = ["best_of", "main"]
@@ -39,9 +49,19 @@ async def best_of(
     batches: int = 12,
     calls: int = 2000,
     server: str = "node",
+    http: HttpMode | None = None,
 ) -> dict[str, Any]:
     """The best batch's client CPU per call (µs) and rate (calls/s); see the module docstring."""
-    target = null_stdio_target("python" if server == "python" else "node", era=era)
+    if http is not None:
+        with null_http_server(http, era=era) as target:
+            return await _best_of(client, target, era, width, batches, calls)
+    stdio = null_stdio_target("python" if server == "python" else "node", era=era)
+    return await _best_of(client, stdio, era, width, batches, calls)
+
+
+async def _best_of(
+    client: ClientName, target: Any, era: Era, width: int, batches: int, calls: int
+) -> dict[str, Any]:
     async with open_connection(client, target) as conn:
         await _run_in_flight(conn, width, max(calls // 2, width * 50))
         best_cpu = best_wall = float("inf")
@@ -65,10 +85,18 @@ def main() -> None:
     parser.add_argument("--era", choices=("legacy", "modern"), default="legacy")
     parser.add_argument("--width", type=int, default=1)
     parser.add_argument("--batches", type=int, default=12)
-    parser.add_argument("--calls", type=int, default=None, help="per batch (2000; 8000 in flight)")
+    parser.add_argument(
+        "--calls", type=int, default=None, help="per batch (2000; 8000 in flight; 300 over HTTP)"
+    )
     parser.add_argument("--server", choices=("node", "python"), default="node")
+    parser.add_argument("--http", choices=("json", "sse"), default=None)
     args = parser.parse_args()
-    calls = args.calls if args.calls is not None else (2000 if args.width == 1 else 8000)
+    if args.calls is not None:
+        calls = args.calls
+    elif args.http is not None:
+        calls = 300
+    else:
+        calls = 2000 if args.width == 1 else 8000
     result = trio.run(
         lambda: best_of(
             args.client,
@@ -77,6 +105,7 @@ def main() -> None:
             batches=args.batches,
             calls=calls,
             server=args.server,
+            http=args.http,
         )
     )
     print(json.dumps(result))

@@ -242,8 +242,18 @@ def test_nothing_configured(
 
 
 class _Terminal(io.StringIO):
+    """A terminal that tells a waiting test when something was drawn (``written``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = trio.Event()
+
     def isatty(self) -> bool:
         return True
+
+    def write(self, text: str) -> int:
+        self.written.set()
+        return super().write(text)
 
 
 async def test_watch_redraws_the_table_on_a_terminal() -> None:
@@ -263,9 +273,10 @@ async def test_watch_redraws_the_table_on_a_terminal() -> None:
         async with open_runtime(loaded.config) as rt, trio.open_nursery() as nursery:
             nursery.start_soon(_watch_loop, rt, loaded, out)
             await rt.wait_ready()
-            # Polling what was drawn: the drawing has no event of its own.
-            while " ready " not in screen():  # noqa: ASYNC110
-                await trio.sleep(0.01)
+            # Each drawing wakes the test, which looks at what was drawn.
+            while " ready " not in screen():
+                terminal.written = trio.Event()
+                await terminal.written.wait()
             nursery.cancel_scope.cancel()
     lines = screen().splitlines()
     assert lines[:2] == ["trio-mcp status --watch: 1 servers (Ctrl-C to stop)", ""]

@@ -962,12 +962,7 @@ class JsonRpcConnection:
 
         Raises :class:`LocalProtocolError` when the connection was lost, when ``id`` is not a
         string or an integer, or when ``id`` is still outstanding."""
-        outstanding = self._outstanding
-        if not self._closed and (type(id) is int or type(id) is str) and id not in outstanding:
-            outstanding[id] = method  # _record's work, inline: once per call
-            self._sent_total += 1
-            return
-        self._record(id, method, starting=False)  # raises, saying why
+        self._record(id, method, starting=False)
 
     def _record(self, id: RequestId, method: str, *, starting: bool) -> None:
         """Record request ``id`` as outstanding, for :meth:`start_request` (``starting``) and

@@ -99,19 +99,9 @@ class ByteChannel(Generic[T]):
         sender waiting for room counts as full: items keep their order). Raises
         ``trio.ClosedResourceError`` after :meth:`close` and ``trio.BrokenResourceError`` after
         :meth:`close_receiver`."""
-        if self._closed or self._receiver_closed:
-            self._check_send()  # raises
-        items = self._items
-        if self._senders or (items and self._held + size > self.max_bytes):
-            # Full, so it holds items: maybe deferred ones the receiver was not woken for.
+        self.defer_nowait(item, size)
+        if self._receiver is not None:
             self._wake()
-            raise trio.WouldBlock
-        items.append((item, size))
-        self._held += size
-        task = self._receiver
-        if task is not None:
-            self._receiver = None
-            trio.lowlevel.reschedule(task)
 
     def defer_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
         """:meth:`send_nowait` without waking the receiver: the item waits, in its place, until
@@ -120,12 +110,11 @@ class ByteChannel(Generic[T]):
         saves the receiver a wake-up of its own. Raises like :meth:`send_nowait`."""
         if self._closed or self._receiver_closed:
             self._check_send()  # raises
-        items = self._items
-        if self._senders or (items and self._held + size > self.max_bytes):  # not _has_room
+        if self._senders or not self._has_room(size):
             # Full, so it holds items: maybe deferred ones the receiver was not woken for.
             self._wake()
             raise trio.WouldBlock
-        items.append((item, size))
+        self._items.append((item, size))
         self._held += size
 
     async def send(self, item: T, size: int = ITEM_OVERHEAD) -> None:

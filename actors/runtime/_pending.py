@@ -187,10 +187,7 @@ class Waiter:
             return False
         self._answer = result
         self._result = _ANSWERED
-        task = self._task
-        if task is not None:
-            self._task = None
-            trio.lowlevel.reschedule(task)
+        self._wake()
         return True
 
     def push_progress(self, params: ProgressNotificationParams) -> None:
@@ -617,6 +614,16 @@ class PendingCalls:
         elif self._listens:
             self._listen_answered(request_id, result)
 
+    def _answered(self, request_id: RequestId, result: Mapping[str, Any]) -> None:
+        """:meth:`_resolve` for a success answer: the waiter takes ``result`` as it is
+        (:meth:`Waiter.answer`)."""
+        entry = self._forget(request_id)
+        if entry is not None:
+            self._resolved_total += 1
+            entry.waiter.answer(result)
+        elif self._listens:
+            self._listen_answered(request_id, outcome.Value(result))
+
     def _fail(self, request_id: RequestId, exc: BaseException) -> None:
         """Fail the call ``request_id`` (if any) with ``exc`` without an answer from the server
         (a deadline, a bad frame, the transport): counted as failed; a late answer is ignored."""
@@ -671,15 +678,7 @@ class PendingCalls:
             return
         answer = self._conn.take_answer(obj)
         if answer is not None:  # the commonest frame: an answer to a waiting call
-            request_id = answer[0]
-            entry = self._entries.pop(request_id, None)  # _forget, but the machine's record
-            if entry is None:  # is gone already (take_answer)
-                self._resolve(request_id, outcome.Value(answer[1]))  # a listen's answer
-                return
-            if entry.progress_token is not None:
-                self._tokens.pop(entry.progress_token, None)
-            self._resolved_total += 1
-            entry.waiter.answer(answer[1])
+            self._answered(*answer)
             return
         try:
             parsed = frame_messages(obj, frame, allow_batch=self._batches)
@@ -693,7 +692,7 @@ class PendingCalls:
         event = self._conn.receive(message)
         match event:
             case ResponseReceived(id=request_id, result=result):
-                self._resolve(request_id, outcome.Value(result))
+                self._answered(request_id, result)
             case ErrorReceived(id=None, error=error):
                 self._log.warning("server reported an error: %s %s", error.code, error.message)
             case ErrorReceived(id=request_id, method=method, error=error):

@@ -596,15 +596,12 @@ class Runtime:
         attempt: int,
         tenant: Tenant | None = None,
     ) -> CallToolResult:
-        # The common case without a coroutine of its own: the tool is registered now.
-        tool = self._registry.view.get(name) if self._state is RuntimeState.OPEN else None
-        if tool is None:
-            try:
-                self._check_open()
-                tool = await self.lookup(name, wait_ready=wait_ready)
-            except McpError:
-                await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
-                raise
+        try:
+            self._check_open()
+            tool = await self.lookup(name, wait_ready=wait_ready)
+        except McpError:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            raise
         if span is not None:
             span.target(tool.server, tool.wire_name)
         if not self.hooks:  # the common case: no request object, no chain
@@ -648,24 +645,20 @@ class Runtime:
         """The request itself, after the hooks: the arguments, ``_meta`` and tenant they passed
         on (None: no arguments member, no ``_meta``)."""
         supervisor = self._supervisors.get(tool.server)
-        if (
-            supervisor is not None
-            and self._state is RuntimeState.OPEN
-            and (wait_ready is None or supervisor.accepts_calls)
-        ):  # the common case, without a coroutine of its own
-            try:
+        try:
+            if (
+                supervisor is not None
+                and self._state is RuntimeState.OPEN
+                and (wait_ready is None or supervisor.accepts_calls)
+            ):  # the common case, without the coroutine of _session_for
                 session = supervisor.ready_session()
-            except McpError:
-                await trio.lowlevel.checkpoint()
-                raise
-        else:
-            try:
+            else:
                 self._check_open()
                 session = await self._session_for(tool.server, wait_ready)
-            except McpError:
-                await trio.lowlevel.checkpoint()
-                raise
-            supervisor = self._supervisors[tool.server]
+                supervisor = self._supervisors[tool.server]
+        except McpError:
+            await trio.lowlevel.checkpoint()  # a checkpoint, even failing at once
+            raise
         credentials = None if tenant is None else await self._credentials(tool.server, tenant)
         limit = supervisor.config.timeout if isinstance(timeout, _UseDefault) else timeout
         debug = logger.isEnabledFor(logging.DEBUG)

@@ -837,25 +837,12 @@ class Session:
             deadline = hard
         else:
             deadline = start + timeout if hard is None else min(start + timeout, hard)
-        # The first round goes straight out: a call answered at once (nearly every call) pays
-        # nothing for the rounds.
-        left = None if deadline is None else deadline - start
-        first = await self._versioned(
-            method,
-            params or {},
-            timeout=timeout if progress_resets_timeout else left,
-            progress=progress,
-            progress_resets_timeout=progress_resets_timeout,
-            max_time=left,
-            credentials=credentials,
-        )
-        if not isinstance(first, InputRequiredResult):
-            return first, True
 
-        async def send(
+        def send(
             round_params: Mapping[str, Any], left: float | None
-        ) -> Mapping[str, Any] | InputRequiredResult:
-            return await self._versioned(
+        ) -> Coroutine[Any, Any, Mapping[str, Any] | InputRequiredResult]:
+            # _versioned's coroutine itself: a round adds no coroutine layer of its own
+            return self._versioned(
                 method,
                 round_params,
                 timeout=timeout if progress_resets_timeout else left,
@@ -865,6 +852,11 @@ class Session:
                 credentials=credentials,
             )
 
+        # The first round goes straight out: a call answered at once (nearly every call) pays
+        # nothing for the rounds.
+        first = await send(params or {}, None if deadline is None else deadline - start)
+        if not isinstance(first, InputRequiredResult):
+            return first, True
         final: Mapping[str, Any] = await with_input_rounds(
             send,
             method,

@@ -553,13 +553,8 @@ class StdioTransport:
         ``trio.WouldBlock`` when it is full. Raises :class:`LocalProtocolError` if ``frame``
         contains a newline, and :class:`TransportClosed` if the transport is closed, the server
         exited or stopped reading its stdin, or a write failed half-way."""
-        # _check_can_send and _check_frame, inline: the hot path
-        if self._closing or self._end_told or self._send_refused is not None:
-            raise TransportClosed(self._refusal())
-        if self._exited.is_set():
-            raise TransportClosed(self._describe_end())
-        if b"\n" in frame or b"\r" in frame:
-            encode_frame(frame)  # raises, with the message
+        self._check_can_send()
+        _check_frame(frame)
         try:
             self._outbox.send_nowait((frame, request_id), len(frame))
         except (trio.BrokenResourceError, trio.ClosedResourceError):

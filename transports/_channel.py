@@ -94,6 +94,14 @@ class ByteChannel(Generic[T]):
     def _has_room(self, size: int) -> bool:
         return not self._items or self._held + size <= self.max_bytes
 
+    @property
+    def room(self) -> int:
+        """How many bytes of items :meth:`send_nowait` takes now, at least: 0 while senders
+        wait for room or after either side was closed."""
+        if self._senders or self._closed or self._receiver_closed:
+            return 0
+        return self.max_bytes - self._held
+
     def send_nowait(self, item: T, size: int = ITEM_OVERHEAD) -> None:
         """Put ``item`` now, or raise ``trio.WouldBlock`` when the channel is full (another
         sender waiting for room counts as full: items keep their order). Raises

@@ -125,6 +125,9 @@ DEFAULT_ENV_ALLOWLIST: Final[tuple[str, ...]] = (
 
 #: Bytes asked for per read of stdout and stderr.
 _READ_CHUNK: Final = 65536
+#: After a look for an answer right after a write finds stdout empty, the writer skips the
+#: next looks: 2 writes, then 4, 8, ... up to this many, until a look finds an answer.
+_LOOKS_SKIPPED_MAX: Final = 64
 #: Bytes of frames waiting for the writer; past this, ``send`` waits (``send_nowait`` refuses).
 _OUTBOX_BYTES: Final = 256 * 1024
 #: The most frames, and about the most bytes, the writer puts into one write.
@@ -380,9 +383,13 @@ class StdioStatistics:
     ``stdout_buffered`` is what the framer holds now; ``stdout_peak_buffered`` the most it could
     have held at once (partial frame + one read), which stays below ``max_frame_bytes`` + one
     read (64 KiB) however long a line is. ``reader_yields`` counts the times the reader gave the
-    event loop away while the server kept writing. ``stderr_lines_dropped`` counts stderr lines
-    not put into a full sink (the tail keeps them). ``signals_sent`` lists the shutdown signals
-    sent to the group, in order (empty when the server exited on its own).
+    event loop away while the server kept writing. ``looks_after_write`` counts the times the
+    writer looked at stdout right after a write, while the reader waited for it, and
+    ``reads_after_write`` the looks that found an answer there (on one CPU the server answers
+    inside the write; see :meth:`StdioTransport._read_after_write`).
+    ``stderr_lines_dropped`` counts stderr lines not put into a full sink (the tail keeps
+    them). ``signals_sent`` lists the shutdown signals sent to the group, in order (empty when
+    the server exited on its own).
     """
 
     pid: int
@@ -396,6 +403,8 @@ class StdioStatistics:
     stdout_buffered: int
     stdout_peak_buffered: int
     reader_yields: int
+    looks_after_write: int
+    reads_after_write: int
     stderr_lines: int
     stderr_bytes: int
     stderr_lines_dropped: int
@@ -476,6 +485,17 @@ class StdioTransport:
     _frames_received: int = 0
     _peak_buffered: int = 0
     _reader_yields: int = 0
+    #: stdout's descriptor when it is a Unix pipe (read directly), else None
+    _stdout_fd: int | None = attrs.field(init=False, default=None)
+    #: the sink, when it is a ByteChannel (whose free room the writer can see), else None
+    _sink_channel: ByteChannel[Any] | None = attrs.field(init=False, default=None)
+    #: the reader waits for stdout to become readable and holds no frame
+    _reader_waiting: bool = False
+    _looks_after_write: int = 0
+    _reads_after_write: int = 0
+    #: looks after a write that found stdout empty, in a row; writes left before the next look
+    _empty_looks: int = 0
+    _looks_skipped: int = 0
     _stderr_dropped: int = 0
     #: stdout has ended and the reader has put every frame into the sink.
     _stdout_ended: bool = False
@@ -491,6 +511,10 @@ class StdioTransport:
             self._inbox_reader = InboxReader(self._own_inbox)
         if _FdStream is not None and isinstance(self._stdin, _FdStream):
             self._stdin_fd = self._stdin.fileno()
+        if _FdStream is not None and isinstance(self._stdout, _FdStream):
+            self._stdout_fd = self._stdout.fileno()
+        if isinstance(self._sink, ByteChannel):
+            self._sink_channel = self._sink
 
     # ------------------------------------------------------------------ public API
 
@@ -542,6 +566,8 @@ class StdioTransport:
             stdout_buffered=self._framer.buffered,
             stdout_peak_buffered=self._peak_buffered,
             reader_yields=self._reader_yields,
+            looks_after_write=self._looks_after_write,
+            reads_after_write=self._reads_after_write,
             stderr_lines=self._stderr_tail.line_count,
             stderr_bytes=self._stderr_tail.byte_count,
             stderr_lines_dropped=self._stderr_dropped,
@@ -808,6 +834,50 @@ class StdioTransport:
                     return
                 self._frames_sent += count
                 self._write_batches += 1
+                if self._reader_waiting:
+                    self._read_after_write()
+
+    def _read_after_write(self) -> None:
+        """Right after a write, while the reader waits for stdout: take the answer if it is
+        already there. On one CPU the server runs inside our write (the kernel switches to it
+        as the write wakes it) and has answered by the time the write returns; its frames go
+        up now, instead of after another pass through the event loop to wake the reader. Sync.
+
+        Frames keep their order: the reader holds none while it waits (it reads the next
+        bytes of the stream whenever it wakes), and the read takes no more than the sink has
+        room for, so every frame goes in without waiting. A look that finds stdout empty (the
+        server runs on another CPU and answers later) makes the next looks rarer: the writer
+        skips 2 writes, then 4, up to :data:`_LOOKS_SKIPPED_MAX`, until a look finds an answer.
+        """
+        fd = self._stdout_fd
+        sink = self._sink_channel
+        if fd is None or sink is None or self._frame_error is not None:
+            return
+        if self._looks_skipped:
+            self._looks_skipped -= 1
+            return
+        framer = self._framer
+        buffered = framer.buffered
+        # No more than the sink takes now, and never so much that a frame could grow past
+        # max_frame_bytes: the framer cannot refuse it (an oversized frame is the reader's).
+        size = min(_READ_CHUNK, sink.room - buffered, framer.max_frame_bytes - buffered)
+        if size <= 0:
+            return
+        self._looks_after_write += 1
+        try:
+            data = os.read(fd, size)
+        except OSError:  # empty (BlockingIOError), or a failure the reader meets too
+            self._empty_looks = min(self._empty_looks + 1, 6)
+            self._looks_skipped = min(1 << self._empty_looks, _LOOKS_SKIPPED_MAX)
+            return
+        if not data:  # the end of stdout: the reader wakes for it and ends the connection
+            return
+        self._empty_looks = 0
+        self._reads_after_write += 1
+        self._peak_buffered = max(self._peak_buffered, buffered + len(data))
+        for frame in framer.feed(data):
+            sink.send_nowait(frame, len(frame))
+            self._frames_received += 1
 
     async def _run_reader(self) -> None:
         """stdout -> framer -> the sink; at the end, say why the connection ended."""
@@ -841,11 +911,14 @@ class StdioTransport:
                 # The server keeps writing: let every other task run before the next read.
                 self._reader_yields += 1
                 await trio.lowlevel.checkpoint()
+            self._reader_waiting = True  # the writer may take what comes meanwhile
             try:
                 data, waited = await _read_some(self._stdout, _READ_CHUNK, wait_first=short)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 with map_transport_errors(f"reading from {self._name}"):
                     raise
+            finally:
+                self._reader_waiting = False
             if not data:
                 break
             short = len(data) < _READ_CHUNK

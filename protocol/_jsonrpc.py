@@ -63,6 +63,7 @@ __all__ = [
     "cancel_notification",
     "classify",
     "decode_frame",
+    "encode_json",
     "encode_message",
     "frame_messages",
     "parse_message",
@@ -705,12 +706,32 @@ def serialize(msg: Message | Sequence[Message]) -> bytes:
     return _encode(value)
 
 
-def serialize_request(id: RequestId, method: str, params: Mapping[str, Any] | None) -> bytes:
+def serialize_request(
+    id: RequestId, method: str, params: Mapping[str, Any] | None, *, meta: bytes | None = None
+) -> bytes:
     """``serialize(Request(id=id, method=method, params=params))`` without building the
-    :class:`Request` (a session's way, once per call). Raises like :func:`serialize`."""
+    :class:`Request` (a session's way, once per call). Raises like :func:`serialize`.
+
+    ``meta``: a ``_meta`` object already encoded (by :func:`encode_json`), put into the params
+    as their last member, as if ``params`` held it: a 2026-07-28 session encodes its request
+    envelope once, not once per request. ``params`` must not hold a ``_meta`` of its own then
+    (:class:`LocalProtocolError`)."""
     value: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
-    if params is not None:
-        value["params"] = params if type(params) is dict else dict(params)
+    if meta is None:
+        if params is not None:
+            value["params"] = params if type(params) is dict else dict(params)
+        return _encode(value)
+    if params and "_meta" in params:
+        raise LocalProtocolError("params hold a _meta of their own: merge it, then serialize")
+    value["params"] = params if type(params) is dict else dict(params or {})
+    encoded = _encode(value)  # ends with the params' closing brace and the message's: b"}}"
+    return b"".join((encoded[:-2], b',"_meta":' if params else b'"_meta":', meta, b"}}"))
+
+
+def encode_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON of ``value``, as :func:`serialize` writes values (for
+    :func:`serialize_request`'s ``meta``). Raises :class:`LocalProtocolError` when ``value`` is
+    not JSON."""
     return _encode(value)
 
 

@@ -97,6 +97,7 @@ from ...protocol._jsonrpc import (
     Request,
     RequestId,
     cancel_notification,
+    encode_json,
     serialize,
     serialize_request,
 )
@@ -283,6 +284,8 @@ class Session:
     #: a legacy session (so a legacy request checks one attribute, and pays for nothing else).
     _version: str | None = attrs.field(default=None, init=False)
     _envelope: dict[str, Any] | None = attrs.field(default=None, init=False)
+    #: The envelope encoded once (the JSON of ``_envelope``), for the requests that carry it alone.
+    _envelope_json: bytes | None = attrs.field(default=None, init=False)
     #: The transport's abilities used by a modern session (None: it has not got them).
     _stateless: StatelessTransport | None = attrs.field(default=None, init=False)
     _headed: HeaderTransport | None = attrs.field(default=None, init=False)
@@ -528,7 +531,7 @@ class Session:
         without an envelope). Sync but for the transport's shape, which follows in outbox
         order (before any frame sent after this)."""
         if version is None:
-            self._version = self._envelope = None
+            self._version = self._envelope = self._envelope_json = None
         else:
             self._version = version
             self._envelope = build_request_meta(
@@ -537,6 +540,7 @@ class Session:
                 client_info=self._client_info(),
                 log_level=self.config.log_level,
             )
+            self._envelope_json = encode_json(self._envelope)
             if self.info is not None and self.info.protocol_version != version:
                 self.info = attrs.evolve(self.info, protocol_version=version)
         if self._stateless is not None:
@@ -885,7 +889,7 @@ class Session:
         when the server refuses the version (-32022), and after a ``tools/call`` over HTTP gets
         -32020 (:meth:`_after_header_mismatch`). The raw result, or the decoded
         :class:`InputRequiredResult` when the server asks for input."""
-        start = trio.current_time()
+        start = self._clock()
         try:
             raw = await self._send_request(
                 method,
@@ -953,12 +957,16 @@ class Session:
         token: int | None = None
         if progress is not None or progress_resets_timeout:
             token = request_id
-        envelope = self._envelope
-        if envelope is not None or token is not None:
-            params = _with_meta(params, envelope, token)
         if TRACING:  # the current span's trace context, in _meta
             params = with_trace_context(self.runtime, params)
-        frame = serialize_request(request_id, method, params)
+        envelope = self._envelope
+        if envelope is not None and token is None and not (params and "_meta" in params):
+            # the commonest modern request: its _meta is the envelope, encoded once
+            frame = serialize_request(request_id, method, params, meta=self._envelope_json)
+        else:
+            if envelope is not None or token is not None:
+                params = _with_meta(params, envelope, token)
+            frame = serialize_request(request_id, method, params)
         headers = (
             None
             if envelope is None or self._headed is None
@@ -1170,17 +1178,27 @@ class Session:
         if meta:
             params["_meta"] = dict(meta)
         config = self.config
-        # what self.request returns, without its layer: the era is decided once per session
-        send = self._send_request if self._envelope is None else self._modern_request
-        raw = await send(
-            "tools/call",
-            params,
-            timeout=timeout,
-            progress=progress,
-            progress_resets_timeout=config.progress_resets_timeout,
-            max_time=config.max_call_time,
-            credentials=credentials,
-        )
+        # what self.request does, without its layers: the era is decided once per session
+        if self._envelope is None:
+            raw = await self._send_request(
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=config.progress_resets_timeout,
+                max_time=config.max_call_time,
+                credentials=credentials,
+            )
+        else:
+            raw, _ = await self._with_rounds(
+                "tools/call",
+                params,
+                timeout=timeout,
+                progress=progress,
+                progress_resets_timeout=config.progress_resets_timeout,
+                max_time=config.max_call_time,
+                credentials=credentials,
+            )
         result = decode_result("tools/call", raw)
         if not isinstance(result, CallToolResult):
             raise InvalidMessage(
@@ -1681,7 +1699,9 @@ def _with_meta(
     extension that way, such as the tasks extension on one ``tools/call``); new objects, the
     caller's untouched."""
     meta = dict((params or {}).get("_meta") or {})
-    if envelope is not None:
+    if envelope is not None and not meta:  # nothing of the caller's to merge
+        meta = dict(envelope)
+    elif envelope is not None:
         asked = meta.get(META_CLIENT_CAPABILITIES)
         meta.update(envelope)
         extensions = asked.get("extensions") if isinstance(asked, Mapping) else None

@@ -44,9 +44,11 @@ from trio_mcp.protocol._jsonrpc import (
     UnexpectedResponse,
     cancel_notification,
     classify,
+    encode_json,
     encode_message,
     parse_message,
     serialize,
+    serialize_request,
 )
 
 # --------------------------------------------------------------------------- classify
@@ -530,6 +532,32 @@ _json = st.recursive(
 )
 _objects = st.dictionaries(st.text(max_size=5), _json, max_size=4)
 _ids = st.integers() | st.text(max_size=8)
+
+
+@given(
+    _ids, st.text(max_size=12), st.none() | _objects.filter(lambda p: "_meta" not in p), _objects
+)
+def test_serialize_request_with_an_encoded_meta_equals_the_merged_params(
+    request_id: RequestId, method: str, params: dict[str, Any] | None, meta: dict[str, Any]
+) -> None:
+    # a 2026-07-28 session encodes its envelope once and puts it in as the params' last member
+    merged = {**(params or {}), "_meta": meta}
+    assert serialize_request(request_id, method, params, meta=encode_json(meta)) == serialize(
+        Request(id=request_id, method=method, params=merged)
+    )
+
+
+def test_serialize_request_refuses_an_encoded_meta_beside_params_meta() -> None:
+    with pytest.raises(LocalProtocolError, match="params hold a _meta of their own"):
+        serialize_request(1, "tools/call", {"_meta": {}}, meta=b"{}")
+
+
+def test_encode_json_refuses_what_is_not_json() -> None:
+    assert encode_json({"a": ["é", 1.5, None]}) == '{"a":["é",1.5,null]}'.encode()
+    with pytest.raises(LocalProtocolError, match="cannot serialise the message to JSON"):
+        encode_json({"a": float("nan")})
+
+
 _errors = st.builds(
     lambda code, message, data, has: ErrorObject(
         code=code, message=message, data=data if has else None, has_data=has

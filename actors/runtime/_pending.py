@@ -448,6 +448,9 @@ class PendingCalls:
     #: (deadline, sequence, request id): lazily cleaned (answered calls stay until they surface)
     _deadlines: list[tuple[float, int, RequestId]] = attrs.field(factory=list, init=False)
     _sequence: int = attrs.field(default=0, init=False)
+    #: The calls registered during this drain, whose deadlines go into the heap at its end
+    #: (a call answered in the same drain, as one made at a time is, never goes in).
+    _fresh: list[Expect] = attrs.field(factory=list, init=False)
     _timer: trio.CancelScope | None = attrs.field(default=None, init=False)
     _batches: bool = attrs.field(default=False, init=False)
     _ended: McpError | None = attrs.field(default=None, init=False)
@@ -529,13 +532,27 @@ class PendingCalls:
     def _drain(self) -> None:
         """Handle the items that are ready now, at most :data:`DRAIN_LIMIT` of them (what is
         left is taken after a schedule point: the next ``receive`` finds it at once, and a
-        server that floods its connection holds the event loop for a bounded time), then fail
-        the calls whose deadline passed meanwhile."""
+        server that floods its connection holds the event loop for a bounded time), then put
+        the deadlines of the calls registered and still waiting into the heap, and fail the
+        calls whose deadline passed meanwhile."""
         mailbox = self.mailbox
         budget = DRAIN_LIMIT - 1  # the item that woke the table was the first
         while budget and mailbox and self._ended is None:
             self._handle(mailbox.receive_nowait())
             budget -= 1
+        fresh = self._fresh
+        if fresh:  # the deadlines of the calls registered in this drain
+            entries = self._entries
+            timer = self._timer
+            for entry in fresh:
+                if entries.get(entry.request_id) is entry:  # still waiting
+                    self._push_deadline(entry.deadline, entry.request_id)
+                elif timer is not None and entry.deadline < timer.deadline:
+                    # Answered already: no heap entry, but the timer is armed by then all the
+                    # same (as a superseded heap entry would), so that the next call's Expect
+                    # can wait in the mailbox without waking the table (armed_until).
+                    timer.deadline = entry.deadline
+            fresh.clear()
         deadlines = self._deadlines
         if deadlines and deadlines[0][0] <= self._clock():
             self._expire(self._clock())
@@ -581,8 +598,8 @@ class PendingCalls:
         self._entries[request_id] = item  # the table's entry: the Expect itself (see _progress)
         if item.progress_token is not None:
             self._tokens[item.progress_token] = request_id
-        if item.deadline != _INF:
-            self._push_deadline(item.deadline, request_id)
+        if item.deadline != _INF:  # into the heap at the end of this drain, if still waiting
+            self._fresh.append(item)
         if len(self._entries) > self._sweep_at:
             self._sweep()
 

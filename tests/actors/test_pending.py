@@ -608,6 +608,26 @@ async def test_sequential_calls_wake_the_table_once_each(
             await settle()
             assert h.value(i) == {"n": i}
         assert h.stats().wakeups_total - before == 10
+        # each call was answered in the drain that registered it: no deadline went into the
+        # heap, yet the timer stayed armed (else the Expects could not have waited unwoken)
+        assert h.stats().deadline_entries == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_call_still_waiting_after_the_drain_has_its_deadline_kept(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with trio.open_nursery() as nursery:
+        h = await start(nursery)
+        h.call(1, deadline=5.0, defer=True)
+        h.call(2, deadline=7.0)  # wakes the table: both are registered in one drain
+        await settle()
+        assert h.stats().deadline_entries == 2
+        h.put(answer(1, {"n": 1}))
+        await trio.sleep(10)
+        assert h.value(1) == {"n": 1}
+        assert isinstance(h.failure(2), TimedOut)
+        assert h.finished[2].at == 7.0
         nursery.cancel_scope.cancel()
 
 

@@ -36,27 +36,28 @@ QUIET = json.dumps({"peer": "sleep", "seconds": 0}).encode()
 
 
 class AnswerInsideWrite:
-    """Wraps the transport's write: with ``on`` set, a write returns only once the server's
-    stdout has something to read (the answer, or its end)."""
+    """Wraps the transport's write to the pipe: with ``on`` set, a write returns only once the
+    server's stdout has something to read (the answer, or its end)."""
 
-    def __init__(self, real: Callable[..., object]) -> None:
+    def __init__(self, real: Callable[[int, bytes], int]) -> None:
         self.real = real
         self.on = False
         self.stdout_fd: int | None = None
 
-    async def __call__(self, stream: trio.abc.SendStream, data: bytes, fd: int | None) -> None:
-        await self.real(stream, data, fd)  # type: ignore[misc]
+    def __call__(self, fd: int, data: bytes) -> int:
+        sent = self.real(fd, data)
         if self.on:
             assert self.stdout_fd is not None
             # Deliberately blocks the event loop, as the kernel's switch to the server does.
             readable, _, _ = select.select([self.stdout_fd], [], [], 10)
             assert readable, "the peer did not answer within 10 s"
+        return sent
 
 
 @pytest.fixture
 def inside_write(monkeypatch: pytest.MonkeyPatch) -> AnswerInsideWrite:
-    wrapper = AnswerInsideWrite(_stdio._write_all)
-    monkeypatch.setattr(_stdio, "_write_all", wrapper)
+    wrapper = AnswerInsideWrite(_stdio._write_now)
+    monkeypatch.setattr(_stdio, "_write_now", wrapper)
     return wrapper
 
 

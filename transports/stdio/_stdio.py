@@ -148,21 +148,31 @@ _END_REPORT_WAIT: Final = 0.5
 _FdStream: Any = getattr(trio.lowlevel, "FdStream", None)
 
 
-async def _write_all(stream: trio.abc.SendStream, data: bytes, fd: int | None) -> None:
+def _write_now(fd: int, data: bytes) -> int:
+    """One write of ``data`` to the Unix pipe ``fd``, without waiting: how much of it the pipe
+    took (all of it, most of the time; 0 when it is full). Raises
+    ``trio.BrokenResourceError`` when the write fails."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(str(exc)) from exc
+
+
+async def _write_all(
+    stream: trio.abc.SendStream, data: bytes, fd: int | None, sent: int = 0
+) -> None:
     """``stream.send_all(data)``, minus the schedule point before the first write on a Unix
     pipe (trio's FdStream yields before writing even when the pipe has room). ``fd``: the
     stream's descriptor when it is a Unix pipe, written directly; ``None`` for any other
-    stream."""
+    stream. ``sent``: how much of ``data`` went out already (by :func:`_write_now`)."""
     if fd is None:
         await stream.send_all(data)
         return
     await trio.lowlevel.checkpoint_if_cancelled()
-    try:  # the whole of it at once, most of the time
-        sent = os.write(fd, data)
-    except BlockingIOError:
-        sent = 0
-    except OSError as exc:
-        raise trio.BrokenResourceError(str(exc)) from exc
+    if not sent:
+        sent = _write_now(fd, data)  # the whole of it at once, most of the time
     if sent == len(data):
         return
     view = memoryview(data)
@@ -823,8 +833,12 @@ class StdioTransport:
                 else:  # one call at a time: the frame alone
                     data = frame + b"\n"
                     count = 1
+                fd = self._stdin_fd
                 try:
-                    await _write_all(self._stdin, data, self._stdin_fd)
+                    # The receive was this turn's checkpoint: a pipe's write goes out at once.
+                    sent = 0 if fd is None else _write_now(fd, data)
+                    if sent < len(data):
+                        await _write_all(self._stdin, data, fd, sent)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     self._send_refused = (
                         f"sending to {self._name} failed: it stopped reading its stdin ({exc}); "
@@ -860,7 +874,7 @@ class StdioTransport:
         buffered = framer.buffered
         # No more than the sink takes now, and never so much that a frame could grow past
         # max_frame_bytes: the framer cannot refuse it (an oversized frame is the reader's).
-        size = min(_READ_CHUNK, sink.room - buffered, framer.max_frame_bytes - buffered)
+        size = min(sink.room, framer.max_frame_bytes, _READ_CHUNK + buffered) - buffered
         if size <= 0:
             return
         self._looks_after_write += 1

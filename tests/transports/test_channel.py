@@ -182,6 +182,28 @@ async def test_send_nowait_refuses_while_senders_wait() -> None:
     assert _received_now(channel) == ["big", "tiny"]
 
 
+async def test_room_is_what_send_nowait_takes_now() -> None:
+    channel = ByteChannel[str](max_bytes=10)
+    assert channel.room == 10
+    channel.send_nowait("x", 4)
+    assert channel.room == 6
+    channel.send_nowait("y", 6)  # exactly what was left
+    assert channel.room == 0
+    sent: list[str] = []
+    async with trio.open_nursery() as nursery:
+        await _start_sender(nursery, channel, "big", 8, sent)
+        assert channel.receive_nowait() == "x"  # 4 bytes free, but "big" still waits for 8
+        assert channel.room == 0  # and nobody overtakes it
+        assert channel.receive_nowait() == "y"  # "big" moves in
+    assert sent == ["big"]
+    assert channel.room == 2
+    channel.close()
+    assert channel.room == 0
+    other = ByteChannel[str](max_bytes=10)
+    other.close_receiver()
+    assert other.room == 0
+
+
 async def test_a_woken_sender_is_not_overtaken_by_a_new_one() -> None:
     """The receiver makes room and wakes the only waiting sender; a new sender that comes
     before the woken one has run must not take its place."""

@@ -881,7 +881,7 @@ class StdioTransport:
         try:
             data = os.read(fd, size)
         except OSError:  # empty (BlockingIOError), or a failure the reader meets too
-            self._empty_looks = min(self._empty_looks + 1, 6)
+            self._empty_looks = min(self._empty_looks + 1, _LOOKS_SKIPPED_MAX.bit_length() - 1)
             self._looks_skipped = min(1 << self._empty_looks, _LOOKS_SKIPPED_MAX)
             return
         if not data:  # the end of stdout: the reader wakes for it and ends the connection

@@ -379,3 +379,35 @@ async def test_transport_over_a_new_launcher_after_shutdown(fresh_launcher: None
     async with running(peer()) as t:
         second = (await ask(t, {"peer": "pid"}))["ppid"]
     assert first != second
+
+
+_EXIT_SCRIPT = """
+import sys
+from trio_mcp.transports.stdio import _launcher
+_launcher.start_launcher()
+print(_launcher._current.pid, flush=True)
+"""
+
+
+def test_the_launcher_is_reaped_before_the_host_exits() -> None:
+    # A host that leaves without shutting the launcher down: the exit hook ends and reaps it,
+    # so the host leaves no process behind and Python has nothing to warn about at exit.
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", _EXIT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    launcher = int(done.stdout)
+    assert proc_stat(launcher) is None  # gone, and reaped by the host, not by init later
+    assert "ResourceWarning" not in done.stderr, done.stderr
+
+
+def test_a_launcher_that_does_not_end_is_killed_after_the_grace(fresh_launcher: None) -> None:
+    _launcher.start_launcher()
+    (launcher,) = launcher_pids()
+    os.kill(launcher, signal.SIGSTOP)  # it cannot see its socket end
+    _launcher.shutdown_launcher(grace=0.05)
+    assert proc_stat(launcher) is None
+    assert launcher_pids() == []

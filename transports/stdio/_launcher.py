@@ -23,6 +23,7 @@ replaced at the next :func:`launch`; the servers it started are then SIGKILLed b
 from __future__ import annotations
 
 import array
+import atexit
 import contextlib
 import marshal
 import os
@@ -175,12 +176,15 @@ def start_launcher() -> None:
         _shared()
 
 
-def shutdown_launcher() -> None:
+def shutdown_launcher(grace: float | None = None) -> None:
     """End the shared launcher of this process, if there is one, and reap it: every server it
     still runs is SIGKILLed with its group. The next :func:`launch` starts a new launcher.
 
-    For tests, and for a host that wants no helper process left while it runs no stdio server.
-    Blocks until the launcher has exited (it exits at once)."""
+    For tests, and for a host that wants no helper process left while it runs no stdio server;
+    it also runs when the interpreter exits (``atexit``, with ``grace`` 5 s), so that the
+    launcher is gone, and reaped, before the host is. Blocks until the launcher has exited (it
+    exits at once); with ``grace``, a launcher still running that many seconds later (stopped,
+    say) is SIGKILLed."""
     global _current
     with _lock:
         current, _current = _current, None
@@ -190,8 +194,15 @@ def shutdown_launcher() -> None:
             current.control.close()
             _inherited.append(current.process)
         for process in _retired:
-            process.wait()
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         _retired.clear()
+
+
+atexit.register(shutdown_launcher, 5.0)
 
 
 def _forget_after_fork() -> None:

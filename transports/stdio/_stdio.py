@@ -160,21 +160,10 @@ def _write_now(fd: int, data: bytes) -> int:
         raise trio.BrokenResourceError(str(exc)) from exc
 
 
-async def _write_all(
-    stream: trio.abc.SendStream, data: bytes, fd: int | None, sent: int = 0
-) -> None:
-    """``stream.send_all(data)``, minus the schedule point before the first write on a Unix
-    pipe (trio's FdStream yields before writing even when the pipe has room). ``fd``: the
-    stream's descriptor when it is a Unix pipe, written directly; ``None`` for any other
-    stream. ``sent``: how much of ``data`` went out already (by :func:`_write_now`)."""
-    if fd is None:
-        await stream.send_all(data)
-        return
-    await trio.lowlevel.checkpoint_if_cancelled()
-    if not sent:
-        sent = _write_now(fd, data)  # the whole of it at once, most of the time
-    if sent == len(data):
-        return
+async def _write_rest(fd: int, data: bytes, sent: int) -> None:
+    """Write what is left of ``data`` after its first ``sent`` bytes (:func:`_write_now`) to the
+    Unix pipe ``fd``, waiting while the pipe is full. Raises ``trio.BrokenResourceError`` when
+    a write fails."""
     view = memoryview(data)
     try:
         while sent < len(data):
@@ -835,10 +824,15 @@ class StdioTransport:
                     count = 1
                 fd = self._stdin_fd
                 try:
-                    # The receive was this turn's checkpoint: a pipe's write goes out at once.
-                    sent = 0 if fd is None else _write_now(fd, data)
-                    if sent < len(data):
-                        await _write_all(self._stdin, data, fd, sent)
+                    if fd is None:  # not a Unix pipe
+                        await self._stdin.send_all(data)
+                    else:
+                        # The receive was this turn's checkpoint, so no schedule point before
+                        # the write (trio's FdStream.send_all has one): it goes out at once,
+                        # whole most of the time.
+                        sent = _write_now(fd, data)
+                        if sent < len(data):
+                            await _write_rest(fd, data, sent)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                     self._send_refused = (
                         f"sending to {self._name} failed: it stopped reading its stdin ({exc}); "

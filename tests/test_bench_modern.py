@@ -6,16 +6,13 @@ they must put the same envelope on the wire: no ``initialize``, ``server/discove
 client is driven through httpx's ``MockTransport`` (an in-process server, no socket); the stdio
 clients through a tiny Python server that records every line it reads.
 
-``bench`` is not installed (it lives beside the packages, for ``python -m bench`` from the
-checkout), so this module loads it from its folder under its own name, without putting the
-checkout on ``sys.path`` (which would expose the bare ``protocol``/``actors`` folders).
+``bench`` is not installed; :mod:`tests.bench_loader` loads it from its folder.
 """
 
-# ruff: noqa: E402  (the bench's modules are imported once _load_bench has made them importable)
+# ruff: noqa: E402  (the bench's modules are imported once load_bench has made them importable)
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -25,21 +22,9 @@ import httpx
 import pytest
 import trio
 
+from tests.bench_loader import load_bench
 
-def _load_bench() -> None:
-    if "bench" in sys.modules:
-        return
-    folder = Path(__file__).resolve().parent.parent / "bench"
-    spec = importlib.util.spec_from_file_location(
-        "bench", folder / "__init__.py", submodule_search_locations=[str(folder)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench"] = module
-    spec.loader.exec_module(module)
-
-
-_load_bench()
+load_bench()
 
 from bench import null_server
 from bench.raw_client import MODERN, modern_envelope, open_raw_stdio_client

@@ -1178,27 +1178,17 @@ class Session:
         if meta:
             params["_meta"] = dict(meta)
         config = self.config
-        # what self.request does, without its layers: the era is decided once per session
-        if self._envelope is None:
-            raw = await self._send_request(
-                "tools/call",
-                params,
-                timeout=timeout,
-                progress=progress,
-                progress_resets_timeout=config.progress_resets_timeout,
-                max_time=config.max_call_time,
-                credentials=credentials,
-            )
-        else:
-            raw, _ = await self._with_rounds(
-                "tools/call",
-                params,
-                timeout=timeout,
-                progress=progress,
-                progress_resets_timeout=config.progress_resets_timeout,
-                max_time=config.max_call_time,
-                credentials=credentials,
-            )
+        # what self.request returns, without its layer: the era is decided once per session
+        send = self._send_request if self._envelope is None else self._modern_request
+        raw = await send(
+            "tools/call",
+            params,
+            timeout=timeout,
+            progress=progress,
+            progress_resets_timeout=config.progress_resets_timeout,
+            max_time=config.max_call_time,
+            credentials=credentials,
+        )
         result = decode_result("tools/call", raw)
         if not isinstance(result, CallToolResult):
             raise InvalidMessage(

@@ -26,18 +26,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import trio
 
 from .clients import ARGUMENTS, TOOL, null_stdio_target
-from .paired import median_interval
+from .paired import median_interval, parse_cpus
+from .scenarios import _run_in_flight
 
 __all__ = ["HopClient", "main"]
 
@@ -55,8 +54,10 @@ class HopClient:
         self._lock = trio.Lock()
         self._next_id = 1
         self._pending: dict[int, list[Any]] = {}  # id -> [event, answer]
-        self._table_in, self._table_out = trio.open_memory_channel[dict[str, Any]](math.inf)
-        self._writer_in, self._writer_out = trio.open_memory_channel[bytes](math.inf)
+        # One call at a time: each channel holds one item at most (a bounded mailbox, as the
+        # runtime's; a second item would be a bug here, and send_nowait would say so).
+        self._table_in, self._table_out = trio.open_memory_channel[dict[str, Any]](1)
+        self._writer_in, self._writer_out = trio.open_memory_channel[bytes](1)
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
         rid = self._next_id
@@ -74,6 +75,10 @@ class HopClient:
                 await self._stdin.send_all(data)
         await waiter[0].wait()
         return waiter[1]["result"]
+
+    async def call(self) -> None:
+        """One ``tools/call`` of the null server's tool, as every bench connection makes it."""
+        await self.request("tools/call", {"name": TOOL, "arguments": ARGUMENTS})
 
     def _resolve(self, answer: dict[str, Any]) -> None:
         waiter = self._pending.pop(answer["id"])
@@ -109,10 +114,8 @@ class HopClient:
 
 
 async def _batch(client: HopClient, calls: int) -> float:
-    started = time.perf_counter()
-    for _ in range(calls):
-        await client.request("tools/call", {"name": TOOL, "arguments": ARGUMENTS})
-    return (time.perf_counter() - started) / calls
+    elapsed, _ = await _run_in_flight(client, 1, calls)
+    return elapsed / calls
 
 
 async def measure(
@@ -161,10 +164,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cpus: tuple[int, int] | None = None
     if args.cpus is not None:
-        client_cpu, comma, server_cpu = args.cpus.partition(",")
-        if not (comma and client_cpu.isdigit() and server_cpu.isdigit()):
-            parser.error(f"--cpus {args.cpus!r}: say C,S, two CPU numbers")
-        cpus = (int(client_cpu), int(server_cpu))
+        try:
+            cpus = parse_cpus(args.cpus)
+        except ValueError as exc:
+            parser.error(str(exc))
     where = "unpinned" if cpus is None else f"client on CPU {cpus[0]}, server on CPU {cpus[1]}"
     print(f"{args.pairs} pairs of {args.calls} calls, {where}")
     for hop in ("table", "writer"):

@@ -49,7 +49,7 @@ from .compare import prepare
 from .run import ROOT
 from .scenarios import _run_in_flight
 
-__all__ = ["Side", "main", "median_interval", "serve"]
+__all__ = ["Side", "main", "median_interval", "parse_cpus", "serve"]
 
 #: A worker reads one byte per command: run a batch, or end.
 _GO: Final = b"g"
@@ -79,6 +79,15 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[
     if k == 0:
         return ordered[0], ordered[-1]
     return ordered[k - 1], ordered[n - k]
+
+
+def parse_cpus(text: str) -> tuple[int, int]:
+    """``--cpus C,S``: (the client's CPU, the server's CPU). Raises :class:`ValueError` with
+    what to write instead."""
+    client_cpu, comma, server_cpu = text.partition(",")
+    if not (comma and client_cpu.isdigit() and server_cpu.isdigit()):
+        raise ValueError(f"--cpus {text!r}: say C,S, two CPU numbers")
+    return int(client_cpu), int(server_cpu)
 
 
 # --------------------------------------------------------------------------- the worker
@@ -205,10 +214,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.cpu is not None:
         cpus = (args.cpu, args.cpu)
     elif args.cpus is not None:
-        client_cpu, comma, server_cpu = args.cpus.partition(",")
-        if not (comma and client_cpu.isdigit() and server_cpu.isdigit()):
-            parser.error(f"--cpus {args.cpus!r}: say C,S, two CPU numbers")
-        cpus = (int(client_cpu), int(server_cpu))
+        try:
+            cpus = parse_cpus(args.cpus)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.serve is not None:
         trio.run(serve, args.serve, args.era, args.width, args.calls, cpus)
         return

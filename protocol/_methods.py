@@ -356,10 +356,8 @@ def _fast_call_tool_result(result: Any) -> t.CallToolResult | None:
         text = block.get("text")
         if type(kind) is not str or kind != "text" or type(text) is not str:
             return None
-        blocks.append(t.TextContent(text=text))
-    return t.CallToolResult(
-        content=tuple(blocks), is_error=is_error, result_type=result_type, meta=meta
-    )
+        blocks.append(_make_text(text))
+    return _make_call_result(tuple(blocks), is_error, result_type, meta)
 
 
 # --------------------------------------------------------------------------- tools/list fast path
@@ -489,7 +487,12 @@ _TOOL_FIELDS = (
 def _stores_only(cls: type, fields: tuple[str, ...]) -> bool:
     """Whether attrs' ``__init__`` of ``cls`` does nothing but store ``fields`` (all of its
     fields, in that order) into slots of the same names: no validator, converter, alias, pre- or
-    post-init hook, and no slot but those and ``__weakref__`` (a cached hash would add one)."""
+    post-init hook, and no slot but those and ``__weakref__`` along its bases (a cached hash
+    would add one; a base without ``__slots__`` would add a ``__dict__``)."""
+    bases = [base for base in cls.__mro__ if base is not object]
+    if not all("__slots__" in vars(base) for base in bases):
+        return False
+    slots = [name for base in bases for name in vars(base)["__slots__"]]
     return (
         tuple(field.name for field in attrs.fields(cls)) == fields
         and all(
@@ -499,10 +502,21 @@ def _stores_only(cls: type, fields: tuple[str, ...]) -> bool:
             and field.alias == field.name
             for field in attrs.fields(cls)
         )
-        and getattr(cls, "__slots__", None) == (*fields, "__weakref__")
+        and sorted(slots) == sorted((*fields, "__weakref__"))
         and not hasattr(cls, "__attrs_pre_init__")
         and not hasattr(cls, "__attrs_post_init__")
     )
+
+
+def _slot_setters(cls: type, fields: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The ``__set__`` of each slot of ``fields``, found along the bases of ``cls``: storing a
+    field that way is what attrs' ``__init__`` does, without its bound ``object.__setattr__``
+    (only for classes that :func:`_stores_only` accepts)."""
+    setters = []
+    for name in fields:
+        owner = next(base for base in cls.__mro__ if name in vars(base))
+        setters.append(vars(owner)[name].__set__)
+    return tuple(setters)
 
 
 def _make_tool_with_init(*values: Any) -> t.Tool:
@@ -520,11 +534,9 @@ def _tool_maker() -> Callable[..., t.Tool]:
         return _make_tool_with_init
     new = object.__new__
     cls = t.Tool
-    slots = vars(cls)
-    s_name, s_title, s_description, s_input, s_output, s_annotations = (
-        slots[name].__set__ for name in _TOOL_FIELDS[:6]
-    )
-    s_execution, s_icons, s_meta, s_extra = (slots[name].__set__ for name in _TOOL_FIELDS[6:])
+    setters = _slot_setters(cls, _TOOL_FIELDS)
+    s_name, s_title, s_description, s_input, s_output, s_annotations = setters[:6]
+    s_execution, s_icons, s_meta, s_extra = setters[6:]
 
     def make_tool(
         name: str,
@@ -555,6 +567,78 @@ def _tool_maker() -> Callable[..., t.Tool]:
 
 
 _make_tool = _tool_maker()
+
+
+_TEXT_FIELDS = ("type", "text", "annotations", "meta", "extra")
+_CALL_RESULT_FIELDS = ("meta", "result_type", "extra", "content", "structured_content", "is_error")
+
+
+def _make_text_with_init(text: str) -> t.TextContent:
+    return t.TextContent(text=text)
+
+
+def _make_call_result_with_init(
+    content: tuple[t.ContentBlock, ...],
+    is_error: bool | None,
+    result_type: str | None,
+    meta: Mapping[str, Any] | None,
+) -> t.CallToolResult:
+    return t.CallToolResult(content=content, is_error=is_error, result_type=result_type, meta=meta)
+
+
+def _text_maker() -> Callable[[str], t.TextContent]:
+    """``TextContent(text=...)``, stored through the slots as :func:`_tool_maker` does (a
+    block of every tools/call result on the fast path; attrs' ``__init__`` costs about twice)."""
+    if not _stores_only(t.TextContent, _TEXT_FIELDS):  # pragma: no cover - plain today
+        return _make_text_with_init
+    new = object.__new__
+    cls = t.TextContent
+    s_type, s_text, s_annotations, s_meta, s_extra = _slot_setters(cls, _TEXT_FIELDS)
+
+    def make_text(text: str) -> t.TextContent:
+        block: t.TextContent = new(cls)
+        s_type(block, "text")
+        s_text(block, text)
+        s_annotations(block, None)
+        s_meta(block, None)
+        s_extra(block, {})
+        return block
+
+    return make_text
+
+
+def _call_result_maker() -> Callable[..., t.CallToolResult]:
+    """``CallToolResult(content=..., is_error=..., result_type=..., meta=...)`` (no
+    ``structuredContent``, empty ``extra``), stored through the slots as :func:`_tool_maker`
+    does."""
+    if not _stores_only(t.CallToolResult, _CALL_RESULT_FIELDS):  # pragma: no cover
+        return _make_call_result_with_init
+    new = object.__new__
+    cls = t.CallToolResult
+    s_meta, s_type, s_extra, s_content, s_structured, s_error = _slot_setters(
+        cls, _CALL_RESULT_FIELDS
+    )
+
+    def make_call_result(
+        content: tuple[t.ContentBlock, ...],
+        is_error: bool | None,
+        result_type: str | None,
+        meta: Mapping[str, Any] | None,
+    ) -> t.CallToolResult:
+        result: t.CallToolResult = new(cls)
+        s_meta(result, meta)
+        s_type(result, result_type)
+        s_extra(result, {})
+        s_content(result, content)
+        s_structured(result, None)
+        s_error(result, is_error)
+        return result
+
+    return make_call_result
+
+
+_make_text = _text_maker()
+_make_call_result = _call_result_maker()
 
 
 def fast_tool(value: Any) -> t.Tool | None:

@@ -388,3 +388,65 @@ def test_fast_path_accepts_the_common_shape_and_equals_the_converter(raw: Any) -
         _assert_same_object(fast, _slow(raw))
     # Whichever way decode_result goes, it answers (or fails) exactly like the converter.
     assert _outcome(lambda r: m.decode_result("tools/call", r), raw) == _outcome(_slow, raw)
+
+
+# --------------------------------------------------------------------------- direct construction
+
+
+def test_blocks_and_results_are_built_without_attrs_init_because_it_only_stores_fields() -> None:
+    assert m._stores_only(t.TextContent, m._TEXT_FIELDS)
+    assert m._stores_only(t.CallToolResult, m._CALL_RESULT_FIELDS)  # some slots on its base
+    assert m._make_text is not m._make_text_with_init
+    assert m._make_call_result is not m._make_call_result_with_init
+    blocks = (m._make_text("a"), m._make_text("b"))
+    first, second = (
+        m._make_call_result(blocks, True, "complete", {"k": 1}),
+        m._make_call_result(blocks, None, None, None),
+    )
+    _assert_same_object(
+        first,
+        t.CallToolResult(
+            content=(t.TextContent(text="a"), t.TextContent(text="b")),
+            is_error=True,
+            result_type="complete",
+            meta={"k": 1},
+        ),
+    )
+    _assert_same_object(second, m._make_call_result_with_init(blocks, None, None, None))
+    assert first.extra is not second.extra  # a new dict each, as attrs' factory makes
+    assert blocks[0].extra is not blocks[1].extra
+    assert hash(blocks[0].text) == hash("a")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        blocks[0].text = "c"  # type: ignore[misc]
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        first.is_error = False  # type: ignore[misc]
+    assert m._make_text_with_init("a") == blocks[0]
+
+
+class _NoSlots:
+    """A base without ``__slots__``: its subclasses have a ``__dict__``."""
+
+
+@attrs.frozen(kw_only=True)
+class _OnDictBase(_NoSlots):
+    a: int
+
+
+@attrs.frozen(kw_only=True)
+class _SlottedBase:
+    a: int
+
+
+@attrs.frozen(kw_only=True)
+class _SlottedChild(_SlottedBase):
+    b: int
+
+
+def test_slots_of_the_bases_count_and_a_base_without_slots_declines() -> None:
+    assert m._stores_only(_SlottedChild, ("a", "b"))
+    assert not m._stores_only(_SlottedChild, ("b",))
+    assert not m._stores_only(_OnDictBase, ("a",))
+    made = object.__new__(_SlottedChild)
+    for setter, value in zip(m._slot_setters(_SlottedChild, ("a", "b")), (1, 2), strict=True):
+        setter(made, value)
+    assert made == _SlottedChild(a=1, b=2)

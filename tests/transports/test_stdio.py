@@ -193,6 +193,38 @@ async def test_server_runs_in_its_own_process_group(bind: bool) -> None:
             assert ids["ppid"] == os.getpid()
 
 
+async def test_a_wake_with_nothing_to_read_waits_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader waits for stdout when its last read was short (the pipe is most likely
+    # empty), then reads. A wake that finds the pipe empty after all (the writer's look after
+    # its write took the answer meanwhile) must go back to waiting, not end the connection.
+    real_wait = trio.lowlevel.wait_readable
+    armed: list[int] = []  # the stdout fd, once the wake should come without data
+    woken_empty = 0
+
+    async def wait_readable(fd: Any) -> None:
+        nonlocal woken_empty
+        if armed and fd == armed[0]:
+            armed.clear()
+            woken_empty += 1
+            await trio.lowlevel.checkpoint()  # woken at once: nothing on stdout yet
+            return
+        await real_wait(fd)
+
+    monkeypatch.setattr(trio.lowlevel, "wait_readable", wait_readable)
+    async with running(peer()) as t:
+        await t.send(b'{"n":1}')
+        assert await t.receive() == b'{"n":1}'
+        await trio.testing.wait_all_tasks_blocked()  # the reader waits for stdout again
+        assert t._stdout_fd is not None
+        armed.append(t._stdout_fd)
+        await t.send(b'{"n":2}')
+        assert await t.receive() == b'{"n":2}'
+        await t.send(b'{"n":3}')
+        assert await t.receive() == b'{"n":3}'
+        assert t.statistics().frames_received == 3
+    assert woken_empty == 1
+
+
 async def test_many_frames_keep_their_order() -> None:
     count = 3000
     received: list[bytes] = []

@@ -912,7 +912,6 @@ class StdioTransport:
 
     async def _pump_stdout(self) -> None:
         framer = self._framer
-        fd = self._stdout_fd  # None: not a Unix pipe
         waited = True  # whether the reader gave the event loop away since its last read
         short = False  # whether the last read left room in its buffer (the pipe is empty)
         while True:
@@ -922,18 +921,7 @@ class StdioTransport:
                 await trio.lowlevel.checkpoint()
             self._reader_waiting = True  # the writer may take what comes meanwhile
             try:
-                if short and fd is not None:
-                    # _read_some(wait_first=True) without its coroutine: a call's answer
-                    await trio.lowlevel.wait_readable(fd)
-                    waited = True
-                    try:
-                        data = os.read(fd, _READ_CHUNK)
-                    except BlockingIOError:  # woken, and nothing to read after all
-                        data, _ = await _read_some(self._stdout, _READ_CHUNK)
-                    except OSError as exc:
-                        raise trio.BrokenResourceError(str(exc)) from exc
-                else:
-                    data, waited = await _read_some(self._stdout, _READ_CHUNK, wait_first=short)
+                data, waited = await _read_some(self._stdout, _READ_CHUNK, wait_first=short)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 with map_transport_errors(f"reading from {self._name}"):
                     raise

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, over
 import attrs
 import trio
 
-from ...protocol._methods import _stores_only
+from ...protocol._methods import _slot_setters, _stores_only
 from ...protocol._types import Tool
 from ._naming import registered_name
 
@@ -120,8 +120,7 @@ def _registered_maker() -> Callable[[str, str, Tool, int, AppliedShape | None], 
             name=name, server=server, tool=tool, generation=generation, shape=shape
         )
     new = object.__new__
-    slots = vars(cls)
-    s_name, s_server, s_tool, s_generation, s_shape = (slots[f].__set__ for f in _REGISTERED_FIELDS)
+    s_name, s_server, s_tool, s_generation, s_shape = _slot_setters(cls, _REGISTERED_FIELDS)
 
     def make(
         name: str, server: str, tool: Tool, generation: int, shape: AppliedShape | None

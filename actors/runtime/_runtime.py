@@ -514,7 +514,9 @@ class Runtime:
                         attempt=1,
                         tenant=who,
                     )
-            except (ServerDisconnected, ServerUnavailable) as failed:  # not sent: retry?
+            except (ServerDisconnected, ServerUnavailable) as failed:
+                if not retryable(failed):  # sent (its outcome is unknown), or not coming back
+                    raise
                 result = await self._retried(
                     failed,
                     name,
@@ -554,8 +556,10 @@ class Runtime:
         attempt = 1
         error = failed
         while True:
+            if not retryable(error):
+                raise error
             policy = self.config.error_policy_for(name, error.server)
-            if attempt > policy.retries or not retryable(error):
+            if attempt > policy.retries:
                 raise error
             delay = policy.retry_wait(attempt - 1)
             logger.info(

@@ -144,6 +144,9 @@ class TimedOut(Exception):
 #: What a :class:`Waiter` holds as its outcome when :meth:`Waiter.answer` stored the result
 #: itself (never unwrapped: the waiter returns its ``_answer``).
 _ANSWERED: Final[outcome.Outcome[Mapping[str, Any]]] = outcome.Value({})
+#: What a :class:`Waiter` holds as its outcome when :meth:`Waiter.fail` stored the error itself
+#: (never unwrapped: the waiter raises its ``_error``).
+_FAILED: Final[outcome.Outcome[Mapping[str, Any]]] = outcome.Value({})
 
 
 class Waiter:
@@ -155,7 +158,16 @@ class Waiter:
     both (:meth:`wait`) and runs its progress callback in its own task. ``abandoned`` is the
     caller's: set when it stopped waiting, so that the table can forget it."""
 
-    __slots__ = ("_answer", "_progress", "_result", "_task", "abandoned", "method", "request_id")
+    __slots__ = (
+        "_answer",
+        "_error",
+        "_progress",
+        "_result",
+        "_task",
+        "abandoned",
+        "method",
+        "request_id",
+    )
 
     def __init__(self, request_id: RequestId, method: str) -> None:
         self.request_id = request_id
@@ -165,6 +177,9 @@ class Waiter:
         self._result: outcome.Outcome[Mapping[str, Any]] | None = None
         #: The result itself when :meth:`answer` stored it (``_result`` is then ``_ANSWERED``).
         self._answer: Mapping[str, Any] | None = None
+        #: The error itself when :meth:`fail` stored it (``_result`` is then ``_FAILED``), until
+        #: the caller takes it.
+        self._error: BaseException | None = None
         self._progress: deque[ProgressNotificationParams] | None = None
 
     @property
@@ -173,7 +188,9 @@ class Waiter:
 
     def resolve(self, result: outcome.Outcome[Mapping[str, Any]]) -> bool:
         """Store the call's outcome and wake its caller. The first outcome wins; returns whether
-        this one was stored. Never blocks."""
+        this one was stored. Never blocks. (An error is kept as :meth:`fail` keeps it.)"""
+        if isinstance(result, outcome.Error):
+            return self.fail(result.error)
         if self._result is not None:
             return False
         self._result = result
@@ -187,6 +204,18 @@ class Waiter:
             return False
         self._answer = result
         self._result = _ANSWERED
+        self._wake()
+        return True
+
+    def fail(self, error: BaseException) -> bool:
+        """:meth:`resolve` with ``outcome.Error(error)``, without making the outcome (the
+        table's way for every call it fails: a deadline, the connection's end). The caller
+        takes the error: the waiter lets go of it then, so that the caller's traceback (which
+        holds the waiter through the caller's frames) makes no cycle with it."""
+        if self._result is not None:
+            return False
+        self._error = error
+        self._result = _FAILED
         self._wake()
         return True
 
@@ -228,6 +257,15 @@ class Waiter:
             if result is _ANSWERED:
                 assert self._answer is not None
                 return self._answer
+            if result is _FAILED:
+                error = self._error
+                if error is None:
+                    raise RuntimeError(f"the error of request {self.request_id!r} was taken")
+                self._error = None  # no cycle through the waiter: error -> frames -> waiter
+                try:
+                    raise error
+                finally:
+                    del error  # nor through this frame: error -> traceback -> this frame
             if result is not None:
                 return result.unwrap()
             if self._task is not None:
@@ -593,7 +631,7 @@ class PendingCalls:
         try:
             self._conn.expect(request_id, item.method)
         except LocalProtocolError as exc:  # an id still in flight: a bug of ours
-            item.waiter.resolve(outcome.Error(exc))
+            item.waiter.fail(exc)
             return
         self._entries[request_id] = item  # the table's entry: the Expect itself (see _progress)
         if item.progress_token is not None:
@@ -647,7 +685,7 @@ class PendingCalls:
         entry = self._forget(request_id)
         if entry is not None:
             self._failed_total += 1
-            entry.waiter.resolve(outcome.Error(exc))
+            entry.waiter.fail(exc)
         elif self._listens and isinstance(exc, McpError):
             self._end_listen(request_id, ListenEnded(error=exc))
 
@@ -926,10 +964,7 @@ class PendingCalls:
         self._listens.clear()
         self._tokens.clear()
         self._deadlines.clear()
-        reason = _loss_reason(error)
-        for waiter in waiters:
-            waiter.resolve(outcome.Error(self._disconnected(waiter, error, reason)))
-        self._failed_total += len(waiters)
+        self._fail_all(waiters, error)
         for subscription in listens:
             subscription.end(ListenEnded(error=error))
         if tell:
@@ -938,21 +973,33 @@ class PendingCalls:
             ):  # a supervisor that cannot take it hears it from the session's end anyway
                 self.lost.send_nowait(ConnectionLost(generation=self.generation, error=error))
 
-    def _disconnected(self, waiter: Waiter, error: McpError, reason: str) -> ServerDisconnected:
-        sent = waiter.request_id not in self._unsent
-        if sent:
-            what = "after the request was sent: its outcome is unknown and it is not re-sent"
-        else:
-            what = "before the request was sent: it is safe to retry"
-        exc = ServerDisconnected(
-            f"server {self.server!r} disconnected during {waiter.method} ({reason}), {what}",
-            server=self.server,
-            sent=sent,
-            method=waiter.method,
-            request_id=waiter.request_id,
+    def _fail_all(self, waiters: list[Waiter], error: McpError) -> None:
+        """Fail ``waiters`` with :class:`ServerDisconnected` because of ``error``, each saying
+        whether its request was sent. The parts of the message that do not depend on the call
+        are made once: with hundreds of calls waiting, this loop is the time until the last of
+        them learns that its server is gone."""
+        server = self.server
+        unsent = self._unsent
+        reason = _loss_reason(error)
+        lead = f"server {server!r} disconnected during "
+        after = (
+            f" ({reason}), after the request was sent: its outcome is unknown and it is not re-sent"
         )
-        exc.__cause__ = error
-        return exc
+        before = f" ({reason}), before the request was sent: it is safe to retry"
+        for waiter in waiters:
+            method = waiter.method
+            request_id = waiter.request_id
+            sent = request_id not in unsent
+            exc = ServerDisconnected(
+                lead + method + (after if sent else before),
+                server=server,
+                sent=sent,
+                method=method,
+                request_id=request_id,
+            )
+            exc.__cause__ = error
+            waiter.fail(exc)
+        self._failed_total += len(waiters)
 
 
 def _is_id(value: Any) -> bool:

@@ -10,6 +10,8 @@ and floods.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -252,6 +254,46 @@ async def test_a_stored_error_is_raised_to_the_caller() -> None:
     with pytest.raises(InvalidParams) as info:
         await waiter.wait()
     assert info.value is failure
+
+
+async def test_a_failed_waiter_raises_that_error_and_takes_nothing_after_it() -> None:
+    waiter = Waiter(3, "tools/call")
+    failure = ServerDisconnected("gone", server="s", sent=True)
+    assert waiter.fail(failure)
+    assert waiter.done
+    assert not waiter.fail(TransportClosed("late"))
+    assert not waiter.answer({"late": True})
+    assert not waiter.resolve(outcome.Value({"late": True}))
+    with pytest.raises(ServerDisconnected) as info:
+        await waiter.wait()
+    assert info.value is failure
+    with pytest.raises(RuntimeError, match="the error of request 3 was taken"):
+        await waiter.wait()
+
+
+async def test_a_failed_wait_leaves_no_cycle_for_the_garbage_collector() -> None:
+    # The caller's traceback holds its frames, and they hold the waiter: a waiter that kept
+    # the error would make a cycle that only the cyclic collector frees (trio #1770).
+    freed: list[str] = []
+
+    class Gone(Exception):
+        def __del__(self) -> None:
+            freed.append("gone")
+
+    async def call(fail: Callable[[Waiter, Gone], object]) -> None:
+        waiter = Waiter(1, "tools/call")
+        fail(waiter, Gone())
+        with contextlib.suppress(Gone):
+            await waiter.wait()
+
+    gc.disable()
+    try:
+        await call(Waiter.fail)
+        assert freed == ["gone"]
+        await call(lambda waiter, error: waiter.resolve(outcome.Error(error)))  # an error answer
+        assert freed == ["gone", "gone"]
+    finally:
+        gc.enable()
 
 
 async def test_wait_is_a_checkpoint_even_when_resolved() -> None:

@@ -94,6 +94,25 @@ async def test_first_connect_is_retried_after_1_2_4_8_16_s_then_parked(
         assert rt.status()["s"].next_attempt_at == 631
 
 
+async def test_servers_lost_together_are_not_reconnected_in_lockstep(
+    autojump_clock: Clock,
+) -> None:
+    # Every supervisor draws its jitter from the runtime's one generator: servers lost at the
+    # same moment (a network blip, a host waking up) come back at different moments.
+    fakes = [FakeServer(name=f"s{i}", tools=[FakeTool("t")]) for i in range(4)]
+    retry = RetryPolicy(jitter=0.5)
+    async with open_runtime(config(*(f.server_config() for f in fakes), retry=retry)) as rt:
+        await rt.wait_ready()
+        for fake in fakes:
+            await fake.disconnect()
+        await trio.sleep(10)
+        assert all(rt.status()[f.name].state is ServerState.READY for f in fakes)
+    assert all(f.connect_times[0] == 0 for f in fakes)
+    again = {f.connect_times[1] for f in fakes}
+    assert len(again) == 4
+    assert all(0.5 <= t <= 1.5 for t in again)
+
+
 async def test_a_parked_server_comes_back_on_its_probe(autojump_clock: Clock) -> None:
     fake = FakeServer(name="s", refuse_connects=6, tools=[FakeTool("t")])
     async with open_runtime(config(fake.server_config())) as rt:

@@ -141,12 +141,10 @@ class TimedOut(Exception):
 
 # --------------------------------------------------------------------------- the waiter
 
-#: What a :class:`Waiter` holds as its outcome when :meth:`Waiter.answer` stored the result
-#: itself (never unwrapped: the waiter returns its ``_answer``).
-_ANSWERED: Final[outcome.Outcome[Mapping[str, Any]]] = outcome.Value({})
-#: What a :class:`Waiter` holds as its outcome when :meth:`Waiter.fail` stored the error itself
-#: (never unwrapped: the waiter raises its ``_error``).
-_FAILED: Final[outcome.Outcome[Mapping[str, Any]]] = outcome.Value({})
+#: The states of a :class:`Waiter` once it is resolved: it holds the result (``_answer``) or the
+#: error (``_error``); None while the call waits.
+_ANSWERED: Final = "answered"
+_FAILED: Final = "failed"
 
 
 class Waiter:
@@ -162,7 +160,7 @@ class Waiter:
         "_answer",
         "_error",
         "_progress",
-        "_result",
+        "_state",
         "_task",
         "abandoned",
         "method",
@@ -174,55 +172,53 @@ class Waiter:
         self.method = method
         self.abandoned = False
         self._task: trio.lowlevel.Task | None = None
-        self._result: outcome.Outcome[Mapping[str, Any]] | None = None
-        #: The result itself when :meth:`answer` stored it (``_result`` is then ``_ANSWERED``).
+        self._state: str | None = None  # then _ANSWERED or _FAILED
+        #: The result, once :meth:`answer` stored it.
         self._answer: Mapping[str, Any] | None = None
-        #: The error itself when :meth:`fail` stored it (``_result`` is then ``_FAILED``), until
-        #: the caller takes it.
+        #: The error, once :meth:`fail` stored it, until the caller takes it.
         self._error: BaseException | None = None
         self._progress: deque[ProgressNotificationParams] | None = None
 
     @property
     def done(self) -> bool:
-        return self._result is not None
+        return self._state is not None
 
     def resolve(self, result: outcome.Outcome[Mapping[str, Any]]) -> bool:
-        """Store the call's outcome and wake its caller. The first outcome wins; returns whether
-        this one was stored. Never blocks. (An error is kept as :meth:`fail` keeps it.)"""
+        """Store the call's outcome and wake its caller: :meth:`answer` with a value,
+        :meth:`fail` with an error. The first outcome wins; returns whether this one was
+        stored. Never blocks."""
         if isinstance(result, outcome.Error):
             return self.fail(result.error)
-        if self._result is not None:
-            return False
-        self._result = result
-        self._wake()
-        return True
+        assert isinstance(result, outcome.Value)
+        return self.answer(result.value)
 
     def answer(self, result: Mapping[str, Any]) -> bool:
-        """:meth:`resolve` with ``outcome.Value(result)``, without making the outcome (the
-        table's way for every answer)."""
-        if self._result is not None:
+        """Store the result and wake the caller (the table's way for every answer); returns
+        False when the call was resolved already."""
+        if self._state is not None:
             return False
         self._answer = result
-        self._result = _ANSWERED
+        self._state = _ANSWERED
         self._wake()
         return True
 
     def fail(self, error: BaseException) -> bool:
-        """:meth:`resolve` with ``outcome.Error(error)``, without making the outcome (the
-        table's way for every call it fails: a deadline, the connection's end). The caller
+        """Store the error and wake the caller (the table's way for every call it fails: an
+        error answer, a deadline, the connection's end); returns False when the call was
+        resolved already. The caller
         takes the error: the waiter lets go of it then, so that the caller's traceback (which
         holds the waiter through the caller's frames) makes no cycle with it."""
-        if self._result is not None:
+        if self._state is not None:
             return False
         self._error = error
-        self._result = _FAILED
+        self._state = _FAILED
         self._wake()
         return True
 
     def push_progress(self, params: ProgressNotificationParams) -> None:
         """Queue a progress notification for the caller (the oldest is dropped past
         :data:`PROGRESS_BACKLOG`) and wake it."""
-        if self._result is not None:
+        if self._state is not None:
             return
         if self._progress is None:
             self._progress = deque(maxlen=PROGRESS_BACKLOG)
@@ -242,7 +238,7 @@ class Waiter:
 
         A checkpoint, like :meth:`trio.Event.wait`: cancelling the caller stops the wait (the
         waiter stays unresolved; the caller decides what that means)."""
-        if self._result is not None:
+        if self._state is not None:
             # a checkpoint even when answered already (the queued progress may be handled
             # without one: no callback, or a sync one)
             await trio.lowlevel.checkpoint()
@@ -253,11 +249,11 @@ class Waiter:
                 if on_progress is not None:
                     on_progress = await _run_progress(on_progress, params)
                 continue
-            result = self._result
-            if result is _ANSWERED:
+            state = self._state
+            if state is _ANSWERED:
                 assert self._answer is not None
                 return self._answer
-            if result is _FAILED:
+            if state is _FAILED:
                 error = self._error
                 if error is None:
                     raise RuntimeError(f"the error of request {self.request_id!r} was taken")
@@ -266,8 +262,6 @@ class Waiter:
                     raise error
                 finally:
                     del error  # nor through this frame: error -> traceback -> this frame
-            if result is not None:
-                return result.unwrap()
             if self._task is not None:
                 raise RuntimeError(f"request {self.request_id!r} is already awaited by a task")
             self._task = trio.lowlevel.current_task()

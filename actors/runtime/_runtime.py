@@ -549,15 +549,15 @@ class Runtime:
         span: CallSpan | None,
         tenant: Tenant | None,
     ) -> CallToolResult:
-        """The attempts after a first one that ``failed`` without being sent, while the error
-        policy retries it (each with its own lookup, hooks and ``timeout``); raises the last
-        failure when the policy says no more. (The first attempt is made by :meth:`call`
-        itself: a call that succeeds pays for no loop.)"""
+        """The attempts after a first one that ``failed`` retryably (not sent, see
+        :func:`retryable`), while the error policy retries it (each with its own lookup, hooks
+        and ``timeout``); raises the last failure when the policy says no more, or when an
+        attempt fails in a way that is not retryable. (The first attempt is made by
+        :meth:`call` itself, which checks its failure: a call that succeeds pays for no
+        loop.)"""
         attempt = 1
         error = failed
         while True:
-            if not retryable(error):
-                raise error
             policy = self.config.error_policy_for(name, error.server)
             if attempt > policy.retries:
                 raise error
@@ -585,6 +585,8 @@ class Runtime:
                     tenant=tenant,
                 )
             except (ServerDisconnected, ServerUnavailable) as again:
+                if not retryable(again):
+                    raise
                 error = again
 
     async def _call_once(

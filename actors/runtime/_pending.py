@@ -205,9 +205,9 @@ class Waiter:
     def fail(self, error: BaseException) -> bool:
         """Store the error and wake the caller (the table's way for every call it fails: an
         error answer, a deadline, the connection's end); returns False when the call was
-        resolved already. The caller
-        takes the error: the waiter lets go of it then, so that the caller's traceback (which
-        holds the waiter through the caller's frames) makes no cycle with it."""
+        resolved already. The caller takes the error: the waiter lets go of it then, so that
+        the caller's traceback (which holds the waiter through the caller's frames) makes no
+        cycle with it."""
         if self._state is not None:
             return False
         self._error = error
